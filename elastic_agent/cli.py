@@ -1,0 +1,68 @@
+"""Command line: `python -m elastic_agent serve|demo`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from elastic_agent.config import DEFAULT_BIND, ConfigError, load_config
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m elastic_agent", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the bridge contract over HTTP")
+    serve.add_argument(
+        "--bind", default=DEFAULT_BIND, help=f"HOST:PORT to listen on (default {DEFAULT_BIND})"
+    )
+    serve.add_argument("--token-file", help="file holding the shared token (else GOCD_ELASTIC_AGENT_TOKEN)")
+    serve.add_argument("--callback-url", help="default callback URL of the bridge (the header wins)")
+    serve.add_argument("--threads", type=int, default=16, help="worker threads (default 16)")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    demo = commands.add_parser("demo", help="run the backend against a simulated GoCD server and cluster")
+    demo.add_argument("--jobs", type=int, default=60, help="jobs to run (default 60)")
+    demo.add_argument(
+        "--speed", type=float, default=30.0, help="simulated seconds per real second (default 30)"
+    )
+    demo.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    from elastic_agent.demo import run_demo
+
+    return run_demo(jobs=args.jobs, speed=args.speed, seed=args.seed)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    level = getattr(logging, str(args.log_level).upper(), None)
+    if not isinstance(level, int):
+        print(
+            f"error: --log-level must be DEBUG, INFO, WARNING or ERROR, not '{args.log_level}'",
+            file=sys.stderr,
+        )
+        return 2
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.bind, args.token_file, args.callback_url, args.threads)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    from elastic_agent.service import build_backend, serve_in_background
+
+    backend = build_backend(config.token, config.callback_url)
+    try:
+        running = serve_in_background(backend, config.token, config.host, config.port, config.threads)
+    except OSError as error:
+        print(f"error: cannot listen on {config.host}:{config.port}: {error.strerror}", file=sys.stderr)
+        return 2
+    print(f"listening on {running.url}", flush=True)
+    done = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: done.set())
+    done.wait()
+    running.stop()
+    return 0

@@ -1,0 +1,195 @@
+"""Calls from the backend to the GoCD server, through the bridge's callback endpoint.
+
+`POST <callback-url>/gocd/server/<api-name>` with the shared token and `X-GoCD-API-Version`; the
+answer's status and body are GoCD's (design.md, "The bridge contract").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import urllib3
+
+log = logging.getLogger(__name__)
+
+LIST_AGENTS = "go.processor.elastic-agents.list-agents"
+DISABLE_AGENTS = "go.processor.elastic-agents.disable-agents"
+DELETE_AGENTS = "go.processor.elastic-agents.delete-agents"
+SERVER_INFO = "go.processor.server-info.get"
+ADD_HEALTH_MESSAGES = "go.processor.server-health.add-messages"
+CONSOLE_LOG = "go.processor.console-log.append"
+
+API_VERSIONS = {
+    LIST_AGENTS: "1.0",
+    DISABLE_AGENTS: "1.0",
+    DELETE_AGENTS: "1.0",
+    SERVER_INFO: "1.0",
+    ADD_HEALTH_MESSAGES: "1.0",
+    CONSOLE_LOG: "2.0",
+}
+
+
+class GoCDError(Exception):
+    """The GoCD server (or the bridge in front of it) could not be reached or refused a call."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    agent_id: str
+    agent_state: str
+    build_state: str
+    config_state: str
+
+    @property
+    def building(self) -> bool:
+        # A cancelling agent shows agent_state Building; build_state Cancelled means it is still busy.
+        return self.agent_state == "Building" or self.build_state in ("Building", "Cancelled")
+
+    @property
+    def disabled(self) -> bool:
+        return self.config_state == "Disabled"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    server_id: str
+    site_url: str | None
+    secure_site_url: str | None
+
+
+class GoCDServer(Protocol):
+    """What the pool and executors need from GoCD."""
+
+    def list_agents(self) -> list[Agent]: ...
+
+    def disable_agents(self, agent_ids: Iterable[str]) -> None: ...
+
+    def delete_agents(self, agent_ids: Iterable[str]) -> None: ...
+
+    def server_info(self) -> ServerInfo: ...
+
+    def set_health_messages(self, messages: list[dict[str, str]]) -> None: ...
+
+    def console_log(self, job: dict[str, Any], text: str) -> None: ...
+
+
+class HttpGoCDServer:
+    """GoCD through the bridge's callback endpoint. Thread-safe (urllib3's pool is)."""
+
+    def __init__(self, callback_url: str, token: str, http: urllib3.PoolManager, timeout_s: float = 10.0):
+        self.callback_url = callback_url.rstrip("/")
+        self._token = token
+        self._http = http
+        self._timeout = urllib3.Timeout(connect=min(3.0, timeout_s), read=timeout_s)
+
+    def _call(self, api: str, body: Any | None = None) -> Any:
+        url = f"{self.callback_url}/gocd/server/{api}"
+        payload = b"" if body is None else json.dumps(body).encode()
+        try:
+            response = self._http.request(
+                "POST",
+                url,
+                body=payload,
+                headers={
+                    "Authorization": f"Bearer {self._token}",
+                    "X-GoCD-API-Version": API_VERSIONS[api],
+                    "Content-Type": "application/json",
+                },
+                timeout=self._timeout,
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as error:
+            raise GoCDError(
+                f"the GoCD server could not be reached at {self.callback_url} ({error})"
+            ) from None
+        if response.status != 200:
+            # GoCD answers with a short reason; it carries no secret of ours, but keep it short.
+            reason = response.data[:200].decode("utf-8", "replace").strip()
+            raise GoCDError(f"GoCD answered {response.status} to {api}: {reason or 'no reason given'}")
+        text = response.data.decode("utf-8")
+        return json.loads(text) if text.strip() else None
+
+    def list_agents(self) -> list[Agent]:
+        data = self._call(LIST_AGENTS)
+        if not isinstance(data, list):
+            raise GoCDError("GoCD's list-agents answer is not a list")
+        return [
+            Agent(
+                agent_id=str(item.get("agent_id")),
+                agent_state=str(item.get("agent_state", "Unknown")),
+                build_state=str(item.get("build_state", "Unknown")),
+                config_state=str(item.get("config_state", "Unknown")),
+            )
+            for item in data
+            if isinstance(item, dict) and item.get("agent_id")
+        ]
+
+    def disable_agents(self, agent_ids: Iterable[str]) -> None:
+        ids = [{"agent_id": agent_id} for agent_id in agent_ids]
+        if ids:
+            self._call(DISABLE_AGENTS, ids)
+
+    def delete_agents(self, agent_ids: Iterable[str]) -> None:
+        ids = [{"agent_id": agent_id} for agent_id in agent_ids]
+        if ids:
+            self._call(DELETE_AGENTS, ids)
+
+    def server_info(self) -> ServerInfo:
+        data = self._call(SERVER_INFO)
+        if not isinstance(data, dict) or not data.get("server_id"):
+            raise GoCDError("GoCD's server-info answer has no server_id")
+        return ServerInfo(str(data["server_id"]), data.get("site_url"), data.get("secure_site_url"))
+
+    def set_health_messages(self, messages: list[dict[str, str]]) -> None:
+        self._call(ADD_HEALTH_MESSAGES, messages)
+
+    def console_log(self, job: dict[str, Any], text: str) -> None:
+        body = {
+            "pipeline_name": job["pipeline_name"],
+            "pipeline_counter": job["pipeline_counter"],
+            "stage_name": job["stage_name"],
+            "stage_counter": job["stage_counter"],
+            "job_name": job["job_name"],
+            "text": text,
+        }
+        self._call(CONSOLE_LOG, body)
+
+
+class GoCDServers:
+    """One client per callback URL (the bridge names it in every request), sharing one connection pool."""
+
+    def __init__(self, token: str, default_callback_url: str | None, timeout_s: float = 10.0) -> None:
+        self._token = token
+        self._default = default_callback_url
+        self._timeout = timeout_s
+        self._http = urllib3.PoolManager(num_pools=4, maxsize=8)
+        self._clients: dict[str, HttpGoCDServer] = {}
+        self._lock = threading.Lock()
+        self._last_url: str | None = default_callback_url
+
+    def for_callback(self, header_url: str | None) -> GoCDServer:
+        url = header_url or self._last_url or self._default
+        if not url:
+            raise GoCDError(
+                "no callback URL: the request had no X-GoCD-Callback-URL header and "
+                "GOCD_ELASTIC_AGENT_CALLBACK_URL is not set"
+            )
+        with self._lock:
+            if header_url:
+                self._last_url = header_url
+            client = self._clients.get(url)
+            if client is None:
+                client = self._clients[url] = HttpGoCDServer(url, self._token, self._http, self._timeout)
+            return client
+
+    def latest(self) -> GoCDServer | None:
+        """The server of the most recent request, for background work that has no request."""
+        try:
+            return self.for_callback(None)
+        except GoCDError:
+            return None

@@ -1,0 +1,434 @@
+"""`ClusterPort` over the official `kubernetes` client: a cache of this plugin's pods kept by list + watch.
+
+One daemon thread lists the pods matching the selector, then watches from the list's resourceVersion;
+a watch that ends is resumed from the last version seen, a 410 Gone or an error leads to a fresh list
+(after a backoff on the clock, for errors). Requests read the cache only. Writes update the cache from
+their response at once (read-your-writes); a watch event never replaces a newer version of a pod, and a
+pod we deleted does not come back from an older event.
+
+Objects are handled as plain dicts (`_preload_content=False` and `json.loads`): the generated model
+classes cost far more CPU than the plugin needs and are not used anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from elastic_agent.clock import Clock
+from elastic_agent.kube.connect import connect
+from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound, PodListener, PodView
+
+log = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+MAX_TOMBSTONES = 4096
+
+
+def _rv(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None  # opaque resourceVersion: cannot be ordered, so every event is taken
+
+
+def _epoch(timestamp: str | None) -> float:
+    if not timestamp:
+        return 0.0
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def pod_view(obj: Mapping[str, Any]) -> PodView:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return PodView(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        labels=MappingProxyType(dict(meta.get("labels") or {})),
+        annotations=MappingProxyType(dict(meta.get("annotations") or {})),
+        phase=status.get("phase") or "Pending",
+        resource_version=str(meta.get("resourceVersion") or ""),
+        created_at=_epoch(meta.get("creationTimestamp")),
+        reason=status.get("reason"),
+        message=status.get("message"),
+        deleting=bool(meta.get("deletionTimestamp")),
+        node_name=spec.get("nodeName"),
+        containers=tuple(str(c.get("name", "")) for c in spec.get("containers") or []),
+    )
+
+
+class KubeCluster:
+    """The plugin's view of one cluster profile's namespace. `selector` is the equality label selector
+    of this backend's pods (plugin id, server id, cluster): nothing else is cached or created."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        namespace: str,
+        selector: Mapping[str, str],
+        clock: Clock,
+        *,
+        url: str | None = None,
+        request_timeout: float = 10.0,
+        watch_timeout: int = 120,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+    ) -> None:
+        self.namespace = namespace
+        self.selector = dict(selector)
+        self.clock = clock
+        self.url = url or api_client.configuration.host
+        self.request_timeout = request_timeout
+        self.watch_timeout = watch_timeout
+        self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
+        self.api_calls: dict[str, int] = {}  # calls per verb: list, watch, create, patch, delete, ...
+        self.last_error: ClusterError | None = None  # the sync loop's last failure, None once it works
+        self._api_client = api_client
+        self._core = client.CoreV1Api(api_client)
+        self._label_selector = ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
+        self._lock = threading.RLock()
+        self._cache: dict[str, PodView] = {}
+        # name → resourceVersion at which we saw the pod deleted, so that a late write response or event
+        # of an older version cannot bring it back. Bounded: such stragglers are seconds old at most.
+        self._tombstones: OrderedDict[str, int] = OrderedDict()
+        self._listeners: list[PodListener] = []
+        self._synced = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stream: Any = None  # the open watch response, closed by stop()
+
+    @classmethod
+    def connect(
+        cls,
+        namespace: str,
+        selector: Mapping[str, str],
+        clock: Clock,
+        *,
+        url: str | None = None,
+        token: str | None = None,
+        ca_cert: str | None = None,
+        **options: Any,
+    ) -> KubeCluster:
+        """Connect (see `connect.connect`) and build the adapter; `options` go to the constructor."""
+        return cls(connect(url=url, token=token, ca_cert=ca_cert), namespace, selector, clock, **options)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is None:
+            name = f"kube-watch-{self.namespace}"
+            self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            try:
+                stream.shutdown()  # unblocks the watch thread's read
+            except Exception:  # already closed: nothing to interrupt
+                log.debug("closing the watch stream failed", exc_info=True)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self._synced.wait(timeout)
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def add_listener(self, listener: PodListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    # -- reads (cache only) --------------------------------------------------------------------------
+
+    def pods(self) -> list[PodView]:
+        with self._lock:
+            return sorted(self._cache.values(), key=lambda p: p.name)
+
+    def get(self, name: str) -> PodView | None:
+        with self._lock:
+            return self._cache.get(name)
+
+    # -- writes --------------------------------------------------------------------------------------
+
+    def create_pod(self, manifest: Mapping[str, Any]) -> PodView:
+        body = dict(manifest)
+        meta = dict(body.get("metadata") or {})
+        labels = dict(meta.get("labels") or {})
+        for key, value in self.selector.items():
+            # A pod without our identity labels would be invisible to the watch and leak.
+            if labels.setdefault(key, value) != value:
+                raise ValueError(f"the pod's label {key}={labels[key]} contradicts this cluster's {value}")
+        meta["labels"] = labels
+        body["metadata"] = meta
+        resp = self._call("create", lambda: self._core.create_namespaced_pod(
+            self.namespace, body, _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        return self._apply_and_notify("ADDED", json.loads(resp.data))
+
+    def patch_pod_metadata(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
+    ) -> PodView:
+        metadata: dict[str, Any] = {}
+        if labels:
+            metadata["labels"] = dict(labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version  # makes the merge patch a compare-and-swap
+        # The classic client would pick strategic-merge for a dict body; force a JSON merge patch.
+        resp = self._call("patch", lambda: self._core.patch_namespaced_pod(
+            name, self.namespace, {"metadata": metadata}, _content_type=MERGE_PATCH,
+            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        return self._apply_and_notify("MODIFIED", json.loads(resp.data))
+
+    def delete_pod(self, name: str) -> None:
+        try:
+            resp = self._call("delete", lambda: self._core.delete_namespaced_pod(
+                name, self.namespace, _preload_content=False,
+                _request_timeout=self.request_timeout))  # fmt: skip
+        except NotFound:
+            with self._lock:
+                gone = self._cache.pop(name, None)
+                if gone is not None:
+                    self._bury(name, _rv(gone.resource_version) or 0)
+            if gone is not None:
+                self._notify([("DELETED", gone)])
+            return
+        obj = json.loads(resp.data)
+        meta = obj.get("metadata") or {}
+        graceful = bool(meta.get("deletionTimestamp")) and (meta.get("deletionGracePeriodSeconds") or 0) > 0
+        # Graceful: the pod is still there, terminating; the watch will report it gone later.
+        self._apply_and_notify("MODIFIED" if graceful else "DELETED", obj)
+
+    # -- other reads (API calls, for status reports) --------------------------------------------------
+
+    def pod_events(self, name: str) -> list[dict[str, Any]]:
+        resp = self._call("events", lambda: self._core.list_namespaced_event(
+            self.namespace, field_selector=f"involvedObject.name={name}",
+            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        events = [
+            {
+                "type": e.get("type"),
+                "reason": e.get("reason"),
+                "message": e.get("message"),
+                "count": e.get("count") or 1,
+                "last_seen": _epoch(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")),
+            }
+            for e in json.loads(resp.data).get("items") or []
+        ]
+        return sorted(events, key=lambda e: e["last_seen"])
+
+    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+        resp = self._call("log", lambda: self._core.read_namespaced_pod_log(
+            name, self.namespace, tail_lines=tail_lines,
+            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        return bytes(resp.data).decode("utf-8", errors="replace")
+
+    # -- calls and errors ----------------------------------------------------------------------------
+
+    def _count(self, verb: str) -> None:
+        with self._lock:
+            self.api_calls[verb] = self.api_calls.get(verb, 0) + 1
+
+    def _call(self, verb: str, call: Callable[[], Any]) -> Any:
+        self._count(verb)
+        try:
+            return call()
+        except ApiException as err:
+            raise self._api_error(verb, err) from err
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            # The message names the server and the failure class only: never headers, never the token.
+            raise ClusterError(
+                f"cannot reach the Kubernetes API at {self.url} ({verb}): {type(err).__name__}", None
+            ) from err
+
+    def _api_error(self, verb: str, err: ApiException) -> ClusterError:
+        status = int(err.status or 0)
+        if status == 0:  # the client reports TLS failures as status 0
+            return ClusterError(f"cannot reach the Kubernetes API at {self.url} ({verb}): TLS failure", None)
+        detail = str(err.reason or "")
+        try:
+            body = json.loads(err.body) if err.body else {}
+            detail = body.get("message") or detail
+        except (ValueError, TypeError, AttributeError):
+            pass
+        message = f"the Kubernetes API at {self.url} answered {status} to {verb}: {detail}"
+        if status == 409:
+            return Conflict(message, status)
+        if status == 404:
+            return NotFound(message, status)
+        if status in (401, 403):
+            return Forbidden(message, status)
+        return ClusterError(message, status)
+
+    # -- the cache -----------------------------------------------------------------------------------
+
+    def _matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.selector.items())
+
+    def _apply_locked(self, kind: str, obj: Mapping[str, Any]) -> tuple[str, PodView] | None:
+        """Fold one version of a pod into the cache; returns what listeners should hear, if anything."""
+        view = pod_view(obj)
+        name, new = view.name, _rv(view.resource_version)
+        current = self._cache.get(name)
+        old = _rv(current.resource_version) if current is not None else None
+        if kind != "DELETED" and not self._matches(view.labels):
+            kind = "DELETED"  # relabelled out of our selector: no longer ours to track
+        if new is not None and old is not None and (new < old or (new == old and kind != "DELETED")):
+            return None  # an older (or the same) version than we hold: never roll back
+        tomb = self._tombstones.get(name)
+        if kind != "DELETED" and new is not None and tomb is not None and new <= tomb:
+            return None  # an event from before we saw the pod deleted
+        if kind == "DELETED":
+            if current is None:
+                return None
+            del self._cache[name]
+            self._bury(name, new if new is not None else (old or 0))
+            return ("DELETED", view)
+        self._cache[name] = view
+        self._tombstones.pop(name, None)
+        return ("ADDED" if current is None else "MODIFIED", view)
+
+    def _apply_and_notify(self, kind: str, obj: Mapping[str, Any]) -> PodView:
+        with self._lock:
+            note = self._apply_locked(kind, obj)
+        if note is not None:
+            self._notify([note])
+        return pod_view(obj)
+
+    def _notify(self, notes: list[tuple[str, PodView]]) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for kind, view in notes:
+            for listener in listeners:
+                try:
+                    listener(kind, view)
+                except Exception:  # one faulty listener must not stop the cache from updating
+                    log.exception("a pod listener failed on %s %s", kind, view.name)
+
+    def _bury(self, name: str, version: int) -> None:
+        self._tombstones[name] = version
+        self._tombstones.move_to_end(name)
+        while len(self._tombstones) > MAX_TOMBSTONES:
+            self._tombstones.popitem(last=False)
+
+    # -- list + watch --------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        delay = self.backoff_initial
+        while not self._stopped.is_set():
+            try:
+                version = self._relist()
+                while not self._stopped.is_set():
+                    version, gone = self._watch(version)
+                    self.last_error = None
+                    delay = self.backoff_initial
+                    if gone:
+                        break  # our version is older than the server keeps: list afresh
+            except ClusterError as err:
+                self._fail(err)
+            except Exception as err:  # never let the sync thread die, whatever the cause
+                log.exception("unexpected failure in the pod watch of %s", self.url)
+                self._fail(ClusterError(f"unexpected failure watching {self.url}: {type(err).__name__}"))
+            else:
+                continue
+            self._sleep(delay)
+            delay = min(self.backoff_max, delay * 2)
+
+    def _fail(self, err: ClusterError) -> None:
+        if not self._stopped.is_set():
+            self.last_error = err
+            log.warning("pod list/watch failed, retrying: %s", err)
+
+    def _sleep(self, seconds: float) -> None:
+        # On the clock, in slices, so stop() is honoured within a slice.
+        end = self.clock.now() + seconds
+        while not self._stopped.is_set() and (remaining := end - self.clock.now()) > 0:
+            self.clock.sleep(min(remaining, 0.25))
+
+    def _relist(self) -> str:
+        resp = self._call("list", lambda: self._core.list_namespaced_pod(
+            self.namespace, label_selector=self._label_selector,
+            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        body = json.loads(resp.data)
+        version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        listed = _rv(version)
+        notes: list[tuple[str, PodView]] = []
+        with self._lock:
+            names = set()
+            for item in body.get("items") or []:
+                names.add((item.get("metadata") or {}).get("name"))
+                note = self._apply_locked("MODIFIED", item)
+                if note is not None:
+                    notes.append(note)
+            for name, view in list(self._cache.items()):
+                held = _rv(view.resource_version)
+                # Keep what our own writes put there after the list's snapshot was taken.
+                if name not in names and (held is None or listed is None or held <= listed):
+                    del self._cache[name]
+                    notes.append(("DELETED", view))
+        self._synced.set()
+        self._notify(notes)
+        self.last_error = None
+        return version
+
+    def _watch(self, version: str) -> tuple[str, bool]:
+        """One watch request, until the server ends it; returns (last version seen, gone)."""
+        resp = self._call("watch", lambda: self._core.list_namespaced_pod(
+            self.namespace, label_selector=self._label_selector, watch=True, resource_version=version,
+            timeout_seconds=int(self.watch_timeout), allow_watch_bookmarks=True, _preload_content=False,
+            # The server is silent while nothing changes: read timeout beyond the watch's own timeout.
+            _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout)))  # fmt: skip
+        with self._lock:
+            self._stream = resp
+        try:
+            if self._stopped.is_set():  # stop() came while the request was on its way
+                return version, False
+            for line in iter_resp_lines(resp):
+                if self._stopped.is_set():
+                    break
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        return version, True
+                    message = f"the watch at {self.url} failed: {obj.get('message')}"
+                    raise ClusterError(message, obj.get("code"))
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                    with self._lock:
+                        note = self._apply_locked(kind, obj)
+                    if note is not None:
+                        self._notify([note])
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            if self._stopped.is_set():
+                return version, False
+            raise ClusterError(f"the watch at {self.url} broke off: {type(err).__name__}", None) from err
+        finally:
+            with self._lock:
+                self._stream = None
+            resp.release_conn()
+        return version, False

@@ -1,0 +1,92 @@
+"""Building a `kubernetes.client.ApiClient` for a cluster profile.
+
+Order of precedence, as the upstream plugin: the profile's URL (with its token and CA certificate), else
+the in-cluster service account (when KUBERNETES_SERVICE_HOST is set), else the local kubeconfig.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import binascii
+import contextlib
+import os
+import tempfile
+
+import urllib3
+from kubernetes import client, config
+
+
+class ConnectError(Exception):
+    """The connection settings are unusable (no URL and no in-cluster or kubeconfig configuration)."""
+
+
+def pem_from_profile(text: str) -> str:
+    """Accept the certificate as PEM text or as base64 of PEM (what kubeconfig's
+    certificate-authority-data holds, and what users of the upstream plugin paste)."""
+    stripped = text.strip()
+    if "-----BEGIN" in stripped:
+        return stripped + "\n"
+    try:
+        decoded = base64.b64decode("".join(stripped.split()), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError) as err:
+        raise ConnectError("the cluster CA certificate is neither PEM nor base64-encoded PEM") from err
+    if "-----BEGIN" not in decoded:
+        raise ConnectError("the cluster CA certificate is neither PEM nor base64-encoded PEM")
+    return decoded.strip() + "\n"
+
+
+def _private_file(content: str) -> str:
+    """Write `content` to a file only this user can read; removed when the process ends. The client
+    (urllib3) takes the CA only as a file path."""
+    fd, path = tempfile.mkstemp(prefix="gocd-k8s-ca-", suffix=".pem")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(content)
+    os.chmod(path, 0o600)
+
+    def remove() -> None:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+    atexit.register(remove)
+    return path
+
+
+def connect(
+    *,
+    url: str | None = None,
+    token: str | None = None,
+    ca_cert: str | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+) -> client.ApiClient:
+    """An ApiClient for the profile's `url` (kubernetes_cluster_url) with `token` (security_token) and
+    `ca_cert` (kubernetes_cluster_ca_cert: PEM, or base64 of PEM); without a URL the in-cluster service
+    account, else the kubeconfig file `kubeconfig` (default $KUBECONFIG or ~/.kube/config).
+    `configuration.host` of the result names the server in messages (it never holds a credential)."""
+    configuration = client.Configuration()
+    if url:
+        configuration.host = url.rstrip("/")
+        if token:
+            configuration.api_key = {"BearerToken": token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        if ca_cert and ca_cert.strip():
+            configuration.ssl_ca_cert = _private_file(pem_from_profile(ca_cert))
+        # Without a CA, https is verified against the system's CAs (urllib3's default with certifi).
+        configuration.verify_ssl = True
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        try:
+            config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+        except (config.ConfigException, OSError) as err:
+            raise ConnectError(
+                "no cluster URL in the cluster profile, not running inside Kubernetes, and no usable "
+                f"kubeconfig ({err})"
+            ) from err
+    # One quick reconnect for a dropped keep-alive connection, but no second attempt after a read
+    # timeout (that would double `cluster_request_timeout`); our own loops retry with backoff.
+    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, redirect=0, status=0)
+    return client.ApiClient(configuration)

@@ -1,0 +1,93 @@
+"""What the pool needs from a Kubernetes cluster, independent of how it is reached.
+
+The real adapter (`elastic_agent.kube.adapter`) implements it with the official client over HTTP and
+keeps `pods()` current with list + watch; tests may use the same adapter against the fake API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class PodView:
+    """The parts of a pod the plugin reads, copied out of the API object (immutable snapshot)."""
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    phase: str  # Pending, Running, Succeeded, Failed, Unknown
+    resource_version: str
+    created_at: float  # epoch seconds
+    reason: str | None = None  # status.reason, e.g. "Evicted"
+    message: str | None = None  # status.message
+    deleting: bool = False  # metadata.deletionTimestamp is set
+    node_name: str | None = None
+    containers: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ClusterError(Exception):
+    """A call to the cluster failed. `status` is the HTTP status when there was one (None: unreachable)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Conflict(ClusterError):
+    """409: the object changed since the resourceVersion we sent (compare-and-swap lost)."""
+
+
+class NotFound(ClusterError):
+    """404: the object does not exist (any more)."""
+
+
+class Forbidden(ClusterError):
+    """401/403: the credentials of the cluster profile are missing, wrong or lack RBAC permissions."""
+
+
+PodListener = Callable[[str, PodView], None]  # (event type ADDED|MODIFIED|DELETED, pod)
+
+
+class ClusterPort(Protocol):
+    namespace: str
+
+    def start(self) -> None:
+        """Begin the initial list and the watch (non-blocking)."""
+
+    def stop(self) -> None: ...
+
+    def wait_synced(self, timeout: float) -> bool:
+        """True once the initial list has filled the cache."""
+
+    def pods(self) -> list[PodView]:
+        """This plugin's pods in this cluster, from the watched cache (no API call)."""
+
+    def get(self, name: str) -> PodView | None:
+        """One pod from the watched cache (no API call)."""
+
+    def create_pod(self, manifest: Mapping[str, Any]) -> PodView: ...
+
+    def patch_pod_metadata(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
+    ) -> PodView:
+        """JSON merge patch of metadata. With `resource_version` it is a compare-and-swap: raises
+        Conflict when the pod changed since. A None value removes the key."""
+
+    def delete_pod(self, name: str) -> None:
+        """Delete; a pod that is already gone is not an error."""
+
+    def pod_events(self, name: str) -> list[dict[str, Any]]:
+        """Events of one pod (for status reports): dicts with type, reason, message, count, last_seen."""
+
+    def pod_log(self, name: str, tail_lines: int = 200) -> str: ...
+
+    def add_listener(self, listener: PodListener) -> None: ...

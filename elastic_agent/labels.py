@@ -1,0 +1,35 @@
+"""Names of the labels and annotations this plugin puts on its pods.
+
+Labels identify (and are selected on); annotations carry state. Label values must be valid Kubernetes
+label values (at most 63 characters). Nothing here ever holds a profile property or a secret.
+"""
+
+PREFIX = "reuse.gocd.org/"
+
+# Labels: identity and selection. A pod is this backend's only when all three identity labels match.
+LABEL_PLUGIN_ID = PREFIX + "plugin-id"
+LABEL_SERVER_ID = PREFIX + "server-id"
+LABEL_CLUSTER = PREFIX + "cluster"
+LABEL_FINGERPRINT = PREFIX + "fingerprint"  # shortened reuse fingerprint
+LABEL_JOB_ID = PREFIX + "job-id"  # the job the pod runs now (or was created for, until its first job)
+LABEL_PIPELINE = PREFIX + "pipeline"
+LABEL_JOB_NAME = PREFIX + "job-name"
+LABEL_KIND = "kind"  # "kubernetes-elastic-agent", as upstream, so existing dashboards keep working
+KIND_VALUE = "kubernetes-elastic-agent"
+
+# Annotations: state, kept on the pod so a restart of the backend loses nothing.
+ANN_STATE = PREFIX + "state"  # booting | idle | busy | retiring
+ANN_STATE_SINCE = PREFIX + "state-since"  # epoch seconds, as a decimal string
+ANN_CREATED_FOR = PREFIX + "created-for"  # JSON job identifier of the job the pod was created for
+ANN_CURRENT_JOB = PREFIX + "current-job"  # JSON job identifier while busy
+ANN_LAST_JOB = PREFIX + "last-job"  # JSON job identifier of the last job run
+ANN_JOBS_RUN = PREFIX + "jobs-run"
+ANN_FINGERPRINT = PREFIX + "fingerprint"  # full fingerprint, "v1:<sha256 hex>"
+ANN_ENVIRONMENT = PREFIX + "environment"  # the GoCD environment the agent registers into
+ANN_RETIRE_REASON = PREFIX + "retire-reason"
+ANN_REUSE = PREFIX + "reuse"  # "true" when the profile allows reuse
+ANN_REGISTERED = PREFIX + "registered"  # "true" once the agent was seen by GoCD
+
+# Annotations for node autoscalers (a busy pod must not be disrupted).
+ANN_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+ANN_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"

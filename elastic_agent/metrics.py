@@ -1,0 +1,54 @@
+"""Prometheus metrics. Each app has its own registry so that several backends can live in one test
+process. No label value ever carries a secret: request names, states and status codes only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from elastic_agent.records import PodState
+
+
+class PodStateCollector(Collector):
+    """Pods per state, read from the pools' watched caches at scrape time (never a stale gauge)."""
+
+    def __init__(self, counts: Callable[[], dict[str, int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "gocd_elastic_agent_pods", "Agent pods of this plugin by state", labels=["state"]
+        )
+        counts = self._counts()
+        for state in PodState:
+            family.add_metric([state.value], counts.get(state.value, 0))
+        yield family
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "gocd_elastic_agent_requests",
+            "GoCD plugin requests answered, by request name and response code",
+            ["request", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "gocd_elastic_agent_request_seconds",
+            "Time to answer a GoCD plugin request",
+            ["request"],
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )
+        self.unauthorized = Counter(
+            "gocd_elastic_agent_unauthorized_requests",
+            "Requests refused for a missing or wrong token",
+            registry=self.registry,
+        )
+
+    def watch_pods(self, counts: Callable[[], dict[str, int]]) -> None:
+        self.registry.register(PodStateCollector(counts))

@@ -1,0 +1,121 @@
+"""Per-pod details: the pod's name, its GO_EA_* variables, labels and annotations.
+
+The profile renders a template (profiles.pod_template); this module makes one concrete pod of it for
+one GoCD server, cluster and job. No profile property and no secret goes into a label or annotation.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from profiles.pod_template import instantiate
+
+from elastic_agent import PLUGIN_ID, labels
+from elastic_agent.messages import JobIdentifier
+
+GO_EA_VARIABLES = (
+    "GO_EA_SERVER_URL",
+    "GO_EA_AUTO_REGISTER_KEY",
+    "GO_EA_AUTO_REGISTER_ENVIRONMENT",
+    "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID",
+    "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID",
+)
+
+_LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def label_value(text: str) -> str:
+    """A valid Kubernetes label value showing `text` as well as it can (63 characters, alphanumeric ends)."""
+    value = _LABEL_VALUE_UNSAFE.sub("-", text)[:63]
+    return value.strip("-._")
+
+
+def cluster_label(cluster_key: str) -> str:
+    """Names the cluster a pod belongs to: requests carry profile properties, not profile ids, so the
+    cluster is known by where it is (ClusterProfile.cluster_key: its URL and namespace)."""
+    return hashlib.sha256(cluster_key.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    """The three labels that make a pod this backend's: plugin, GoCD server, cluster."""
+
+    server_id: str
+    cluster: str
+    plugin_id: str = PLUGIN_ID
+
+    def selector(self) -> dict[str, str]:
+        return {
+            labels.LABEL_PLUGIN_ID: self.plugin_id,
+            labels.LABEL_SERVER_ID: label_value(self.server_id),
+            labels.LABEL_CLUSTER: self.cluster,
+        }
+
+    def owns(self, pod_labels: Mapping[str, str]) -> bool:
+        return all(pod_labels.get(key) == value for key, value in self.selector().items())
+
+
+def job_labels(job: JobIdentifier) -> dict[str, str]:
+    return {
+        labels.LABEL_JOB_ID: str(job.job_id),
+        labels.LABEL_PIPELINE: label_value(job.pipeline_name),
+        labels.LABEL_JOB_NAME: label_value(job.job_name),
+    }
+
+
+def job_annotation(job: JobIdentifier) -> str:
+    return json.dumps(job.to_json(), sort_keys=True, separators=(",", ":"))
+
+
+def build_pod(
+    template: Mapping[str, Any],
+    *,
+    identity: PodIdentity,
+    namespace: str,
+    job: JobIdentifier,
+    environment: str | None,
+    auto_register_key: str,
+    go_server_url: str,
+    now: float,
+    reuse: bool,
+) -> dict[str, Any]:
+    """One concrete pod from a rendered template, ready for the API server."""
+    pod = instantiate(copy.deepcopy(dict(template)), secrets.token_hex(5), secrets.token_hex(3))
+    metadata = pod.setdefault("metadata", {})
+    metadata["namespace"] = namespace
+    name = metadata["name"]
+    metadata["labels"] = {
+        **(metadata.get("labels") or {}),
+        labels.LABEL_KIND: labels.KIND_VALUE,
+        **identity.selector(),
+        **job_labels(job),
+    }
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        labels.ANN_STATE: "booting",
+        labels.ANN_STATE_SINCE: f"{now:.3f}",
+        labels.ANN_CREATED_FOR: job_annotation(job),
+        labels.ANN_JOBS_RUN: "0",
+        labels.ANN_ENVIRONMENT: environment or "",
+        labels.ANN_REUSE: "true" if reuse else "false",
+    }
+    variables = {
+        "GO_EA_SERVER_URL": go_server_url,
+        "GO_EA_AUTO_REGISTER_KEY": auto_register_key,
+        "GO_EA_AUTO_REGISTER_ENVIRONMENT": environment or "",
+        "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID": name,
+        "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID": identity.plugin_id,
+    }
+    for container in pod.get("spec", {}).get("containers", []):
+        # The plugin's own values win over a template's: a stale GO_EA_* copied into a template would
+        # otherwise register the agent under the wrong id.
+        kept = [item for item in container.get("env") or [] if item.get("name") not in variables]
+        container["env"] = kept + [{"name": key, "value": value} for key, value in variables.items()]
+    return pod

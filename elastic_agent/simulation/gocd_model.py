@@ -1,0 +1,775 @@
+"""A simulated GoCD server: the part of GoCD an elastic-agent plugin sees (gocd-protocol.md §2-§5).
+
+It schedules jobs, sends create-agent (re-sent to starving jobs with a fresh single-use key), registers
+agents started by the simulated kubelet, lets idle agents poll for work under one global assignment lock
+asking should-assign-work in scheduling order, completes jobs, pings, and answers the plugin's server
+calls. Everything is recorded for tests and benchmarks.
+
+Two drive modes share one code path: `step()` does everything due at `clock.now()` in a fixed order
+(virtual time, in process: see `advance_to`), and `start()`/`stop()` run `step()` in a background thread
+for real or scaled time. Plugin calls never happen under the state lock, because the plugin calls back
+(list-agents during a ping, disable-agents during should-assign-work) from other threads.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from elastic_agent import PLUGIN_ID
+from elastic_agent.clock import Clock
+from elastic_agent.simulation import gocd_transport as wire
+from elastic_agent.simulation.gocd_transport import PluginTransport
+
+REQUEST_PREFIX = "cd.go.elastic-agent."
+# Float time sums (origin + n * interval) can land a hair before the instant they were aimed at.
+_EPSILON_S = 1e-6
+
+ENV_SERVER_URL = "GO_EA_SERVER_URL"
+ENV_KEY = "GO_EA_AUTO_REGISTER_KEY"
+ENV_ENVIRONMENT = "GO_EA_AUTO_REGISTER_ENVIRONMENT"
+ENV_AGENT_ID = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
+ENV_PLUGIN_ID = "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID"
+
+
+class JobState(StrEnum):
+    SCHEDULED = "Scheduled"
+    BUILDING = "Building"
+    COMPLETED = "Completed"
+    CANCELLED = "Cancelled"  # cancelled while waiting; a cancelled build completes with result Cancelled
+    RESCHEDULED = "Rescheduled"
+
+
+class AgentState(StrEnum):
+    IDLE = "Idle"
+    BUILDING = "Building"
+    LOST_CONTACT = "LostContact"
+    MISSING = "Missing"
+
+
+class BuildState(StrEnum):
+    IDLE = "Idle"
+    BUILDING = "Building"
+    CANCELLED = "Cancelled"
+    UNKNOWN = "Unknown"
+
+
+class ConfigState(StrEnum):
+    ENABLED = "Enabled"
+    DISABLED = "Disabled"
+
+
+@dataclass
+class Job:
+    job_id: int
+    pipeline: str
+    pipeline_counter: int
+    stage: str
+    stage_counter: str
+    job_name: str
+    elastic_profile_properties: dict[str, str]
+    cluster_profile_properties: dict[str, str]
+    environment: str | None
+    duration_s: float
+    scheduled_at: float
+    state: JobState = JobState.SCHEDULED
+    result: str | None = None  # Passed or Cancelled once completed
+    agent_id: str | None = None
+    assigned_at: float | None = None
+    ends_at: float | None = None
+    completed_at: float | None = None
+    create_agent_sent_at: float | None = None  # the latest send
+    create_agent_sends: int = 0
+    rescheduled_as: int | None = None
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def console_text(self) -> str:
+        return "".join(self.console)
+
+    @property
+    def wait_s(self) -> float | None:
+        return None if self.assigned_at is None else self.assigned_at - self.scheduled_at
+
+    def identifier(self) -> dict[str, Any]:
+        """The `job_identifier` object of §2: pipeline_counter and job_id numbers, stage_counter a string."""
+        return {
+            "pipeline_name": self.pipeline,
+            "pipeline_label": str(self.pipeline_counter),
+            "pipeline_counter": self.pipeline_counter,
+            "stage_name": self.stage,
+            "stage_counter": self.stage_counter,
+            "job_name": self.job_name,
+            "job_id": self.job_id,
+        }
+
+    def profiles(self) -> tuple[dict[str, str], dict[str, str]]:
+        return self.elastic_profile_properties, self.cluster_profile_properties
+
+    def console_key(self) -> tuple[str, str, str, str, str]:
+        return self.pipeline, str(self.pipeline_counter), self.stage, self.stage_counter, self.job_name
+
+    def rerun(self, job_id: int, now: float) -> Job:
+        """A new run of the same job (GoCD's reschedule): same identifier, new job id, waiting again."""
+        name = (self.pipeline, self.pipeline_counter, self.stage, self.stage_counter, self.job_name)
+        return Job(job_id, *name, *self.profiles(), self.environment, self.duration_s, now)
+
+
+@dataclass
+class Agent:
+    agent_id: str  # the elastic agent id: GoCD's handle for the plugin
+    pod_name: str
+    plugin_id: str
+    environments: frozenset[str]
+    registered_at: float
+    agent_state: AgentState = AgentState.IDLE
+    build_state: BuildState = BuildState.IDLE
+    config_state: ConfigState = ConfigState.ENABLED
+    running_job_id: int | None = None
+    process_alive: bool = True
+    lost_contact_at: float | None = None  # when GoCD notices (or noticed) the silence
+    next_poll_at: float = 0.0
+    jobs_run: int = 0
+
+    @property
+    def can_poll(self) -> bool:
+        return (
+            self.process_alive
+            and self.agent_state is AgentState.IDLE
+            and self.config_state is ConfigState.ENABLED
+        )
+
+    @property
+    def lost_contact_pending(self) -> bool:
+        unheard = self.agent_state in (AgentState.LOST_CONTACT, AgentState.MISSING)
+        return not self.process_alive and not unheard
+
+    def takes(self, environment: str | None) -> bool:
+        """GoCD offers a job only to agents of its environment; agents of none take jobs of none."""
+        return environment in self.environments if environment is not None else not self.environments
+
+    def status(self) -> dict[str, str]:
+        return {
+            "agent_id": self.agent_id,
+            "agent_state": self.agent_state.value,
+            "build_state": self.build_state.value,
+            "config_state": self.config_state.value,
+        }
+
+
+@dataclass
+class RegistrationKey:
+    key: str
+    job_id: int
+    issued_at: float
+    expires_at: float
+    used_by: str | None = None
+    used_at: float | None = None
+
+
+@dataclass(frozen=True)
+class RegistrationAttempt:
+    at: float
+    pod_name: str
+    agent_id: str
+    key: str
+    environments: frozenset[str]
+    status: int  # 200 registered, 422 refused
+    reason: str | None
+
+
+@dataclass
+class Assignment:
+    job_id: int
+    agent_id: str
+    assigned_at: float
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    at: float
+    request_name: str
+    status: int
+    answer_excerpt: str
+
+
+@dataclass(frozen=True)
+class HealthMessage:
+    type: str  # warning or error
+    message: str
+
+
+@dataclass
+class GoCDConfig:
+    scheduler_interval_s: float = 5.0
+    job_starvation_timeout_s: float = 120.0
+    key_ttl_s: float = 30 * 60.0
+    poll_interval_s: float = 5.0
+    poll_jitter: float = 0.2  # each poll gap is poll_interval_s times 1 +/- this
+    ping_interval_s: float = 60.0
+    lost_contact_after_s: float = 300.0
+    immediate_lost_contact: bool = False
+    cluster_profiles: list[dict[str, str]] | None = None  # None: every cluster profile jobs used
+    seed: int = 0
+    first_job_id: int = 1
+    plugin_id: str = PLUGIN_ID
+    server_id: str = "simulated-gocd-server"
+    site_url: str = "http://gocd.example.test:8153/go"
+    secure_site_url: str = "https://gocd.example.test:8154/go"
+    runner_tick_s: float = 0.05
+    record_latencies: bool = True
+
+
+@dataclass
+class GoCDStats:
+    create_agent_sent: int = 0  # including re-sends
+    create_agent_resends: int = 0
+    should_assign_asked: int = 0
+    assignments: int = 0
+    job_completions_sent: int = 0
+    pings_sent: int = 0
+    registrations_accepted: int = 0
+    registrations_refused: int = 0
+    jobs_rescheduled: int = 0
+    delete_refused_enabled: int = 0
+    deleted_with_live_process: int = 0
+    should_assign_latencies_s: list[float] = field(default_factory=list)
+    protocol_errors: list[str] = field(default_factory=list)
+    non_200_answers: list[PluginFailure] = field(default_factory=list)
+    deleted_while_building: list[str] = field(default_factory=list)
+    assignment_races: list[str] = field(default_factory=list)
+    invariant_violations: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class AdvanceableClock(Protocol):
+    def now(self) -> float: ...
+
+    def advance(self, seconds: float) -> None: ...
+
+
+class SimulatedGoCD:
+    def __init__(
+        self,
+        clock: Clock,
+        transport: PluginTransport,
+        config: GoCDConfig | None = None,
+        *,
+        stopwatch: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.config = config or GoCDConfig()
+        self.stats = GoCDStats()
+        self._clock = clock
+        self._transport = transport
+        # Latency of the plugin is real elapsed time even when the model runs in virtual time.
+        self._stopwatch = stopwatch
+        self._key_rng = random.Random(self.config.seed)
+        self._poll_rng = random.Random(self.config.seed + 1)
+        self._state_lock = threading.RLock()
+        # GoCD assigns work under one server-wide lock: a slow should-assign-work delays every agent.
+        self._assignment_lock = threading.Lock()
+        self._step_lock = threading.Lock()
+        self._jobs: dict[int, Job] = {}
+        self._waiting: dict[int, Job] = {}  # insertion order is scheduling order
+        self._running: dict[int, Job] = {}
+        self._job_by_identifier: dict[tuple[str, str, str, str, str], int] = {}
+        self._pipeline_counters: dict[str, int] = {}
+        self._next_job_id = self.config.first_job_id
+        self._agents: dict[str, Agent] = {}
+        self._agent_by_pod: dict[str, str] = {}
+        self._keys: dict[str, RegistrationKey] = {}
+        self._cluster_profiles_seen: dict[str, dict[str, str]] = {}
+        self.registrations: list[RegistrationAttempt] = []
+        self.refusals: list[RegistrationAttempt] = []
+        self.assignments: list[Assignment] = []
+        self._open_assignments: dict[int, Assignment] = {}
+        self.health_messages: list[HealthMessage] = []
+        self.orphan_console: dict[tuple[str, str, str, str, str], list[str]] = {}
+        start = clock.now()
+        self._next_scheduler_at = start + self.config.scheduler_interval_s
+        self._next_ping_at = start + self.config.ping_interval_s
+        self._runner: threading.Thread | None = None
+        self._stop_runner = threading.Event()
+
+    # ---- jobs -------------------------------------------------------------------------------------
+
+    def schedule_job(
+        self,
+        pipeline: str,
+        stage: str,
+        job_name: str,
+        elastic_profile_properties: Mapping[str, str],
+        cluster_profile_properties: Mapping[str, str],
+        environment: str | None = None,
+        duration_s: float = 60.0,
+        *,
+        pipeline_counter: int | None = None,
+        stage_counter: str = "1",
+    ) -> Job:
+        with self._state_lock:
+            if pipeline_counter is None:
+                pipeline_counter = self._pipeline_counters.get(pipeline, 0) + 1
+            latest = self._pipeline_counters.get(pipeline, 0)
+            self._pipeline_counters[pipeline] = max(latest, pipeline_counter)
+            cluster = dict(cluster_profile_properties)
+            self._cluster_profiles_seen.setdefault(json.dumps(cluster, sort_keys=True), cluster)
+            job = Job(
+                job_id=self._next_job_id,
+                pipeline=pipeline,
+                pipeline_counter=pipeline_counter,
+                stage=stage,
+                stage_counter=stage_counter,
+                job_name=job_name,
+                elastic_profile_properties=dict(elastic_profile_properties),
+                cluster_profile_properties=cluster,
+                environment=environment or None,
+                duration_s=duration_s,
+                scheduled_at=self._clock.now(),
+            )
+            self._add_job(job)
+            return job
+
+    def cancel_job(self, job_id: int) -> bool:
+        """Cancel a waiting job (it just stops being offered: no message) or a building one (the agent
+        stops at once and job-completion follows, as for any completed job)."""
+        with self._state_lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return False
+            if job.state is JobState.SCHEDULED:
+                job.state = JobState.CANCELLED
+                del self._waiting[job_id]
+                return True
+            if job.state is JobState.BUILDING:
+                job.result = "Cancelled"
+                job.ends_at = self._clock.now()
+                agent = self._agents.get(job.agent_id or "")
+                if agent is not None:  # a cancelling agent still shows Building
+                    agent.build_state = BuildState.CANCELLED
+                return True
+            return False
+
+    def _add_job(self, job: Job) -> None:
+        self._next_job_id = job.job_id + 1
+        self._jobs[job.job_id] = job
+        self._waiting[job.job_id] = job
+        self._job_by_identifier[job.console_key()] = job.job_id
+
+    # ---- agents (the AgentHost protocol of the simulated kubelet) --------------------------------
+
+    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+        now = self._clock.now()
+        agent_id = env.get(ENV_AGENT_ID, "")
+        key = env.get(ENV_KEY, "")
+        environments = frozenset(e.strip() for e in env.get(ENV_ENVIRONMENT, "").split(",") if e.strip())
+        with self._state_lock:
+            reason = self._registration_refusal(agent_id, env.get(ENV_PLUGIN_ID, ""), env, key, now)
+            status = 422 if reason else 200
+            attempt = RegistrationAttempt(now, pod_name, agent_id, key, environments, status, reason)
+            if reason:
+                self.refusals.append(attempt)
+                self.stats.registrations_refused += 1
+                return
+            self.registrations.append(attempt)
+            self.stats.registrations_accepted += 1
+            registration_key = self._keys[key]
+            registration_key.used_by, registration_key.used_at = agent_id, now
+            # The agent asks for work as soon as it is registered.
+            agent = Agent(agent_id, pod_name, env[ENV_PLUGIN_ID], environments, now, next_poll_at=now)
+            self._agents[agent_id] = agent
+            self._agent_by_pod[pod_name] = agent_id
+
+    def _registration_refusal(
+        self, agent_id: str, plugin_id: str, env: Mapping[str, str], key: str, now: float
+    ) -> str | None:
+        if not agent_id or not plugin_id:
+            return "the elastic agent id and the plugin id are both required"
+        if plugin_id != self.config.plugin_id:
+            return f"no elastic agent plugin with id {plugin_id}"
+        if not env.get(ENV_SERVER_URL, "").rstrip("/").endswith("/go"):
+            return "the agent has no server URL ending in /go"
+        if agent_id in self._agents:
+            return "an agent with this elastic agent id and plugin id is already registered"
+        registration_key = self._keys.get(key)
+        if registration_key is None:
+            return "unknown auto-register key"
+        if registration_key.used_by is not None:
+            return "auto-register key already used"
+        if now >= registration_key.expires_at:
+            return "auto-register key expired"
+        return None
+
+    def agent_stopped(self, pod_name: str) -> None:
+        """The pod's agent process is gone: heartbeats stop, and GoCD notices only after
+        `lost_contact_after_s` (or at once with `immediate_lost_contact`)."""
+        with self._state_lock:
+            agent = self._agents.get(self._agent_by_pod.get(pod_name, ""))
+            if agent is None or not agent.process_alive:
+                return
+            now = self._clock.now()
+            agent.process_alive = False
+            delay = 0.0 if self.config.immediate_lost_contact else self.config.lost_contact_after_s
+            agent.lost_contact_at = now + delay
+            if delay == 0.0:
+                self._lose_contact(agent, now)
+
+    def restart_server(self) -> None:
+        """A server restart: agents whose process is gone become Missing (never heard from since)."""
+        with self._state_lock:
+            for agent in self._agents.values():
+                if not agent.process_alive:
+                    self._lose_contact(agent, self._clock.now())
+                    agent.agent_state = AgentState.MISSING
+
+    def _lose_contact(self, agent: Agent, now: float) -> None:
+        agent.agent_state = AgentState.LOST_CONTACT
+        job = self._jobs.get(agent.running_job_id) if agent.running_job_id is not None else None
+        agent.running_job_id = None
+        if job is None:
+            return
+        # GoCD reschedules a job whose agent vanished: a new run with a new job id, and no job-completion
+        # for the old one.
+        agent.build_state = BuildState.UNKNOWN
+        job.state = JobState.RESCHEDULED
+        self._running.pop(job.job_id, None)
+        self._finish_assignment(job.job_id, now)
+        rerun = job.rerun(self._next_job_id, now)
+        job.rescheduled_as = rerun.job_id
+        self._add_job(rerun)
+        self.stats.jobs_rescheduled += 1
+
+    # ---- driving ---------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """Everything due at `clock.now()`, in a fixed order."""
+        with self._step_lock:
+            self._update_liveness()
+            self._run_scheduler()
+            self._run_polls()
+            self._run_completions()
+            self._run_ping()
+
+    def next_due_at(self) -> float:
+        """The earliest clock time at which `step()` has something to do."""
+        with self._state_lock:
+            times = [self._next_scheduler_at, self._next_ping_at]
+            times += [a.next_poll_at for a in self._agents.values() if a.can_poll]
+            times += [a.lost_contact_at or 0.0 for a in self._agents.values() if a.lost_contact_pending]
+            times += [j.ends_at or 0.0 for j in self._running.values() if self._completes(j)]
+            return min(times)
+
+    def advance_to(self, target: float) -> None:
+        """Virtual time: move an advanceable clock (ManualClock) event by event up to `target`."""
+        clock = self._clock
+        if not isinstance(clock, AdvanceableClock):
+            raise TypeError("advance_to needs a clock with advance(), such as ManualClock")
+        while (due := self.next_due_at()) <= target:
+            if due > clock.now():
+                clock.advance(due - clock.now())
+            self.step()
+        if target > clock.now():
+            clock.advance(target - clock.now())
+
+    def start(self) -> None:
+        """Run `step()` in a daemon thread, for real or scaled time."""
+        if self._runner is not None:
+            return
+        self._stop_runner.clear()
+        self._runner = threading.Thread(target=self._run, name="simulated-gocd", daemon=True)
+        self._runner.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop_runner.set()
+        if self._runner is not None:
+            self._runner.join(timeout_s)
+            self._runner = None
+
+    def _run(self) -> None:
+        while not self._stop_runner.is_set():
+            try:
+                self.step()
+            except Exception as error:  # keep the server alive, like GoCD's timers; surface it in stats
+                self.record_protocol_error(f"simulated server step failed: {type(error).__name__}: {error}")
+            # Sleep until the next timed event, but never longer than a tick: jobs and agents also arrive
+            # from other threads and should be seen promptly.
+            until_due = self.next_due_at() - self._clock.now()
+            self._clock.sleep(max(0.0, min(self.config.runner_tick_s, until_due)))
+
+    def _due(self, at: float | None) -> bool:
+        return at is not None and at <= self._clock.now() + _EPSILON_S
+
+    def _completes(self, job: Job) -> bool:
+        # A job whose agent process died never completes: it waits for LostContact and a reschedule.
+        agent = self._agents.get(job.agent_id or "")
+        return job.ends_at is not None and agent is not None and agent.process_alive
+
+    def _update_liveness(self) -> None:
+        with self._state_lock:
+            for agent in self._agents.values():
+                if agent.lost_contact_pending and self._due(agent.lost_contact_at):
+                    self._lose_contact(agent, self._clock.now())
+
+    def _run_scheduler(self) -> None:
+        sends: list[dict[str, Any]] = []
+        with self._state_lock:
+            if not self._due(self._next_scheduler_at):
+                return
+            now = self._clock.now()
+            while self._due(self._next_scheduler_at):
+                self._next_scheduler_at += self.config.scheduler_interval_s
+            for job in self._waiting.values():
+                last = job.create_agent_sent_at
+                if last is not None and now - last < self.config.job_starvation_timeout_s - _EPSILON_S:
+                    continue
+                if last is not None:
+                    self.stats.create_agent_resends += 1
+                self.stats.create_agent_sent += 1
+                job.create_agent_sent_at, job.create_agent_sends = now, job.create_agent_sends + 1
+                key = self._issue_key(job, now)
+                sends.append(wire.create_agent_body(key, *job.profiles(), job.environment, job.identifier()))
+        for body in sends:
+            self._call("create-agent", body)
+
+    def _issue_key(self, job: Job, now: float) -> str:
+        key = f"{self._key_rng.getrandbits(128):032x}"
+        self._keys[key] = RegistrationKey(key, job.job_id, now, now + self.config.key_ttl_s)
+        return key
+
+    def _run_polls(self) -> None:
+        with self._state_lock:
+            pollers = [a for a in self._agents.values() if a.can_poll and self._due(a.next_poll_at)]
+            due = sorted((a.next_poll_at, a.agent_id) for a in pollers)
+        for _, agent_id in due:
+            self._poll(agent_id)
+
+    def _poll(self, agent_id: str) -> None:
+        with self._assignment_lock:
+            with self._state_lock:
+                agent = self._agents.get(agent_id)
+                if agent is None or not agent.can_poll:
+                    return
+                candidates = [job for job in self._waiting.values() if agent.takes(job.environment)]
+            for job in candidates:
+                with self._state_lock:
+                    if not agent.can_poll or agent_id not in self._agents:
+                        break
+                    if job.state is not JobState.SCHEDULED:
+                        continue
+                    body = wire.should_assign_work_body(
+                        agent.status(), job.environment, *job.profiles(), job.identifier()
+                    )
+                if self._ask_should_assign(body):
+                    with self._state_lock:
+                        self._assign(job, agent_id)
+                    break
+            with self._state_lock:
+                if agent.can_poll:
+                    agent.next_poll_at = self._clock.now() + self._poll_gap()
+
+    def _poll_gap(self) -> float:
+        jitter = self.config.poll_jitter
+        return self.config.poll_interval_s * (1.0 + self._poll_rng.uniform(-jitter, jitter))
+
+    def _ask_should_assign(self, body: dict[str, Any]) -> bool:
+        self.stats.should_assign_asked += 1
+        started = self._stopwatch()
+        answer = self._call("should-assign-work", body)
+        if self.config.record_latencies:
+            self.stats.should_assign_latencies_s.append(self._stopwatch() - started)
+        if answer is None or answer[0] != 200:
+            return False
+        text = answer[1].strip()
+        if text not in ("true", "false"):
+            self.record_protocol_error(f"should-assign-work answered {text[:40]!r}, not true or false")
+            return False
+        return text == "true"
+
+    def _assign(self, job: Job, agent_id: str) -> None:
+        now = self._clock.now()
+        agent = self._agents.get(agent_id)
+        if job.state is not JobState.SCHEDULED or agent is None:
+            self.stats.assignment_races.append(f"job {job.job_id} not given to {agent_id}: changed meanwhile")
+            return
+        if agent.config_state is ConfigState.DISABLED:
+            # The plugin disabled the agent between its `true` and the assignment (§8 item 9): GoCD still
+            # hands the work over, so the test sees what the plugin caused.
+            self.stats.assignment_races.append(f"agent {agent_id} disabled while assigned job {job.job_id}")
+        if agent.running_job_id is not None:
+            self.stats.invariant_violations.append(f"agent {agent_id} got job {job.job_id} while building")
+            return
+        del self._waiting[job.job_id]
+        self._running[job.job_id] = job
+        job.state, job.agent_id, job.assigned_at = JobState.BUILDING, agent_id, now
+        job.ends_at = now + job.duration_s
+        agent.agent_state, agent.build_state = AgentState.BUILDING, BuildState.BUILDING
+        agent.running_job_id = job.job_id
+        assignment = Assignment(job.job_id, agent_id, now)
+        self.assignments.append(assignment)
+        self._open_assignments[job.job_id] = assignment
+        self.stats.assignments += 1
+
+    def _run_completions(self) -> None:
+        bodies: list[dict[str, Any]] = []
+        with self._state_lock:
+            due = sorted(
+                (j for j in self._running.values() if self._completes(j) and self._due(j.ends_at)),
+                key=lambda j: (j.ends_at or 0.0, j.job_id),
+            )
+            now = self._clock.now()
+            for job in due:
+                agent = self._agents[job.agent_id or ""]
+                del self._running[job.job_id]
+                job.state, job.completed_at, job.result = JobState.COMPLETED, now, job.result or "Passed"
+                agent.agent_state, agent.build_state = AgentState.IDLE, BuildState.IDLE
+                agent.running_job_id = None
+                agent.jobs_run += 1
+                agent.next_poll_at = now + self._poll_gap()
+                self._finish_assignment(job.job_id, now)
+                bodies.append(wire.job_completion_body(agent.agent_id, *job.profiles(), job.identifier()))
+        for body in bodies:  # sent once, never retried, whatever the answer
+            self.stats.job_completions_sent += 1
+            self._call("job-completion", body)
+
+    def _finish_assignment(self, job_id: int, now: float) -> None:
+        assignment = self._open_assignments.pop(job_id, None)
+        if assignment is not None:
+            assignment.finished_at = now
+
+    def _run_ping(self) -> None:
+        with self._state_lock:
+            if not self._due(self._next_ping_at):
+                return
+            while self._due(self._next_ping_at):
+                self._next_ping_at += self.config.ping_interval_s
+            profiles = self.config.cluster_profiles
+            if profiles is None:
+                profiles = list(self._cluster_profiles_seen.values())
+            body = wire.server_ping_body(profiles)
+        self.stats.pings_sent += 1
+        self._call("server-ping", body)
+
+    def _call(self, name: str, body: dict[str, Any]) -> tuple[int, str] | None:
+        request_name = REQUEST_PREFIX + name
+        try:
+            status, answer = self._transport.send(request_name, wire.encode(body))
+        except Exception as error:  # a transport that raises is a broken plugin, not a broken server
+            self.record_protocol_error(f"{request_name} raised {type(error).__name__}")
+            return None
+        if status != 200:
+            with self._state_lock:
+                failure = PluginFailure(self._clock.now(), request_name, status, answer[:200])
+                self.stats.non_200_answers.append(failure)
+        return status, answer
+
+    def record_protocol_error(self, message: str) -> None:
+        with self._state_lock:
+            self.stats.protocol_errors.append(message)
+
+    # ---- server calls from the plugin (see gocd_callbacks.ServerApi) -----------------------------
+
+    def list_agents(self) -> list[dict[str, str]]:
+        with self._state_lock:
+            return [a.status() for a in self._agents.values() if a.plugin_id == self.config.plugin_id]
+
+    def disable_agents(self, agent_ids: Iterable[str]) -> None:
+        with self._state_lock:
+            for agent_id in agent_ids:
+                agent = self._agents.get(agent_id)
+                if agent is not None:
+                    agent.config_state = ConfigState.DISABLED
+
+    def delete_agents(self, agent_ids: Iterable[str]) -> list[str]:
+        """Delete agents that are disabled and not building; leave every other agent in place."""
+        deleted: list[str] = []
+        with self._state_lock:
+            for agent_id in agent_ids:
+                agent = self._agents.get(agent_id)
+                if agent is None:
+                    continue
+                if agent.agent_state is AgentState.BUILDING:
+                    self.stats.deleted_while_building.append(agent_id)
+                    continue
+                if agent.config_state is not ConfigState.DISABLED:
+                    self.stats.delete_refused_enabled += 1
+                    continue
+                if agent.process_alive:
+                    # Allowed, but the running agent's next calls fail: the shutdown order is pod first.
+                    self.stats.deleted_with_live_process += 1
+                del self._agents[agent_id]
+                self._agent_by_pod.pop(agent.pod_name, None)
+                deleted.append(agent_id)
+        return deleted
+
+    def server_info(self) -> dict[str, str]:
+        config = self.config
+        return {
+            "server_id": config.server_id,
+            "site_url": config.site_url,
+            "secure_site_url": config.secure_site_url,
+        }
+
+    def replace_health_messages(self, messages: list[HealthMessage]) -> None:
+        with self._state_lock:
+            self.health_messages = list(messages)
+
+    def append_console(self, key: tuple[str, str, str, str, str], text: str) -> bool:
+        """Append to the console of the latest run of the job named by (pipeline, pipeline counter, stage,
+        stage counter, job). Unknown jobs are kept aside and reported as False."""
+        with self._state_lock:
+            job = self._jobs.get(self._job_by_identifier.get(key, -1))
+            if job is None:
+                self.orphan_console.setdefault(key, []).append(text)
+                return False
+            job.console.append(text)
+            return True
+
+    # ---- queries for tests and benchmarks --------------------------------------------------------
+
+    def job(self, job_id: int) -> Job:
+        with self._state_lock:
+            return self._jobs[job_id]
+
+    def jobs(self) -> list[Job]:
+        with self._state_lock:
+            return list(self._jobs.values())
+
+    def agent(self, agent_id: str) -> Agent | None:
+        with self._state_lock:
+            return self._agents.get(agent_id)
+
+    def agents(self) -> list[Agent]:
+        with self._state_lock:
+            return list(self._agents.values())
+
+    def registration_key(self, key: str) -> RegistrationKey | None:
+        with self._state_lock:
+            return self._keys.get(key)
+
+    def wait_times(self) -> dict[int, float]:
+        """Seconds from scheduling to assignment, for every assigned job."""
+        with self._state_lock:
+            return {j.job_id: j.wait_s for j in self._jobs.values() if j.wait_s is not None}
+
+    def invariant_violations(self) -> list[str]:
+        """Jobs assigned twice, agents running two jobs at once, and everything recorded on the way."""
+        with self._state_lock:
+            problems = list(self.stats.invariant_violations)
+            problems += [f"agent {a} deleted while building" for a in self.stats.deleted_while_building]
+            seen: set[int] = set()
+            busy_until: dict[str, float] = {}
+            for assignment in sorted(self.assignments, key=lambda a: (a.assigned_at, a.job_id)):
+                if assignment.job_id in seen:
+                    problems.append(f"job {assignment.job_id} assigned twice")
+                seen.add(assignment.job_id)
+                if busy_until.get(assignment.agent_id, float("-inf")) > assignment.assigned_at + _EPSILON_S:
+                    problems.append(f"agent {assignment.agent_id} ran two jobs at once")
+                end = assignment.finished_at if assignment.finished_at is not None else float("inf")
+                busy_until[assignment.agent_id] = end
+            return problems

@@ -1,0 +1,303 @@
+"""A simulated kubelet: moves the fake cluster's pods through their lives.
+
+It listens to the `FakeKubeStore`. A new pod is scheduled to a node at once and starts Running after a
+boot delay measured on the injected clock; then its agent "starts": the AgentHost (the simulated GoCD
+server) hears `agent_started` with the first container's environment. Deletion, failure and eviction
+stop the agent. Faults: pods that fail, image pulls that never succeed, agents that never register.
+
+Two ways to drive it: `step()` does everything due at `clock.now()` (deterministic, for virtual time),
+`start()` runs a background thread that steps continuously (for real or scaled time).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from elastic_agent.clock import Clock
+from elastic_agent.simulation.agents import AgentHost
+from elastic_agent.simulation.fake_kube_store import FakeKubeStore, Obj, rfc3339
+
+log = logging.getLogger(__name__)
+
+AGENT_ID_VAR = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
+
+
+@dataclass(frozen=True)
+class PodFault:
+    """What goes wrong with a pod. `fail`: it starts, then fails `after` seconds later (reason/message
+    as given); `image_pull`: it stays Pending with ErrImagePull events; `no_register`: it runs, but its
+    agent never reaches the GoCD server."""
+
+    kind: Literal["fail", "image_pull", "no_register"]
+    reason: str = "Error"
+    message: str = "the agent container exited with code 1"
+    after: float = 0.0
+
+
+BootDelay = float | Callable[[Obj], float]
+FaultPolicy = Callable[[Obj], PodFault | None]
+
+
+@dataclass(order=True)
+class _Task:
+    due: float
+    seq: int
+    action: str = field(compare=False)  # start | fail
+    namespace: str = field(compare=False)
+    name: str = field(compare=False)
+    uid: str = field(compare=False)
+
+
+@dataclass
+class _PodLife:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    fault: PodFault | None
+    agent_running: bool = False
+    finished: bool = False  # failed, evicted or deleted: nothing more happens to it
+
+
+class SimulatedKubelet:
+    def __init__(
+        self,
+        store: FakeKubeStore,
+        clock: Clock,
+        agent_host: AgentHost,
+        *,
+        boot_delay: BootDelay = 2.0,
+        faults: FaultPolicy | None = None,
+        poll_interval: float = 0.02,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.agent_host = agent_host
+        self.boot_delay = boot_delay
+        self.faults = faults
+        self.poll_interval = poll_interval  # real seconds between steps of the background thread
+        self._lock = threading.RLock()
+        self._inbox: list[tuple[str, Obj]] = []
+        self._tasks: list[_Task] = []
+        self._seq = itertools.count()
+        self._pods: dict[tuple[str, str], _PodLife] = {}  # by (namespace, uid)
+        self._nodes = itertools.cycle(store.nodes or ["fake-node"])
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        store.add_listener(self._on_change)
+        for pod in store.list_pods(None)[0]:  # pods created before this kubelet came up
+            if pod["status"].get("phase") == "Pending" and not pod["spec"].get("nodeName"):
+                self._on_change("ADDED", pod)
+
+    # -- driving -------------------------------------------------------------------------------------
+
+    def _on_change(self, kind: str, pod: Obj) -> None:
+        # Only queue here: the store calls listeners from the writer's thread.
+        with self._lock:
+            self._inbox.append((kind, pod))
+        self._wake.set()
+
+    def step(self) -> int:
+        """Handle every change heard and every task due at `clock.now()`; returns how many."""
+        done = 0
+        while True:
+            self.store.tick()
+            with self._lock:
+                inbox, self._inbox = self._inbox, []
+            for kind, pod in inbox:
+                self._observe(kind, pod)
+            done += len(inbox)
+            now = self.clock.now()
+            with self._lock:
+                due = self._tasks[0] if self._tasks and self._tasks[0].due <= now else None
+                if due is not None:
+                    heapq.heappop(self._tasks)
+            if due is None:
+                with self._lock:
+                    if not self._inbox:
+                        return done
+                continue
+            self._run(due)
+            done += 1
+
+    def next_due(self) -> float | None:
+        with self._lock:
+            return self._tasks[0].due if self._tasks else None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="simulated-kubelet", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.step()
+            except Exception:  # a simulator bug must not silently freeze the whole cluster
+                log.exception("simulated kubelet step failed")
+            # Woken at once by a store change; otherwise polls, so tasks come due on any kind of clock.
+            self._wake.wait(self.poll_interval)
+            self._wake.clear()
+
+    # -- pod lifecycle -------------------------------------------------------------------------------
+
+    def _observe(self, kind: str, pod: Obj) -> None:
+        meta = pod["metadata"]
+        key = (meta["namespace"], meta["uid"])
+        with self._lock:
+            life = self._pods.get(key)
+        if kind == "ADDED" and life is None:
+            self._admit(pod)
+        elif life is not None and (kind == "DELETED" or meta.get("deletionTimestamp")):
+            # Deletion sends the container SIGTERM at once; the pod object may linger for its grace.
+            self._finish(life, delete=kind == "DELETED")
+
+    def _admit(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
+        fault = self.faults(pod) if self.faults is not None else None
+        with self._lock:
+            life = _PodLife(ns, name, uid, next(self._nodes), fault)
+            self._pods[(ns, uid)] = life
+        self.store.update_status(ns, name, uid, {"nodeName": life.node, "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(self.clock.now())}]})
+        self.store.add_event(ns, name, "Scheduled", f"Successfully assigned {ns}/{name} to {life.node}")
+        image = _first_container(pod).get("image", "unknown")
+        self.store.add_event(ns, name, "Pulling", f'Pulling image "{image}"')
+        if fault is not None and fault.kind == "image_pull":
+            failure = f'Failed to pull image "{image}": {fault.message}'
+            self.store.add_event(ns, name, "Failed", failure, "Warning")
+            self.store.add_event(ns, name, "BackOff", f'Back-off pulling image "{image}"', "Normal")
+            waiting = {"waiting": {"reason": "ErrImagePull", "message": fault.message}}
+            self.store.update_status(ns, name, uid, {
+                "containerStatuses": [_container_status(_first_container(pod), False, waiting)]})
+            return
+        delay = self.boot_delay(pod) if callable(self.boot_delay) else self.boot_delay
+        self._schedule(self.clock.now() + max(0.0, delay), "start", ns, name, uid)
+
+    def _schedule(self, due: float, action: str, ns: str, name: str, uid: str) -> None:
+        with self._lock:
+            heapq.heappush(self._tasks, _Task(due, next(self._seq), action, ns, name, uid))
+
+    def _run(self, task: _Task) -> None:
+        with self._lock:
+            life = self._pods.get((task.namespace, task.uid))
+        if life is None or life.finished:
+            return
+        if task.action == "start":
+            self._start_pod(life)
+        elif task.action == "fail" and life.fault is not None:
+            self._fail(life, life.fault.reason, life.fault.message)
+
+    def _start_pod(self, life: _PodLife) -> None:
+        ns, name, uid = life.namespace, life.name, life.uid
+        try:
+            pod = self.store.get_pod(ns, name)
+        except Exception:
+            return  # deleted meanwhile
+        if pod["metadata"]["uid"] != uid:
+            return
+        container = _first_container(pod)
+        cname = container.get("name", "agent")
+        self.store.add_event(ns, name, "Pulled", f'Successfully pulled image "{container.get("image")}"')
+        self.store.add_event(ns, name, "Created", f"Created container {cname}")
+        self.store.add_event(ns, name, "Started", f"Started container {cname}")
+        now = rfc3339(self.clock.now())
+        updated = self.store.update_status(ns, name, uid, {
+            "phase": "Running", "podIP": f"10.0.0.{next(self._seq) % 250 + 2}", "startTime": now,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+            "containerStatuses": [_container_status(container, True, {"running": {"startedAt": now}})],
+        })  # fmt: skip
+        if updated is None:
+            return
+        env = _env(container)
+        self.store.append_log(ns, name, f"{now} INFO  Starting GoCD agent in container {cname}")
+        self.store.append_log(ns, name, f"{now} INFO  Agent server URL: {env.get('GO_EA_SERVER_URL', '?')}")
+        fault = life.fault
+        if fault is not None and fault.kind == "fail":
+            self._schedule(self.clock.now() + fault.after, "fail", ns, name, uid)
+            return
+        if fault is not None and fault.kind == "no_register":
+            self.store.append_log(ns, name, f"{now} ERROR Could not register with the GoCD server")
+            return
+        if AGENT_ID_VAR not in env:
+            return  # not an elastic agent: nothing registers
+        self.store.append_log(ns, name, f"{now} INFO  Registering elastic agent {env[AGENT_ID_VAR]}")
+        with self._lock:
+            life.agent_running = True
+        self.agent_host.agent_started(name, env)
+
+    def _fail(self, life: _PodLife, reason: str, message: str) -> None:
+        self.store.append_log(life.namespace, life.name, f"{rfc3339(self.clock.now())} ERROR {message}")
+        self.store.update_status(life.namespace, life.name, life.uid, {
+            "phase": "Failed", "reason": reason, "message": message,
+            "conditions": [{"type": "Ready", "status": "False"}],
+        })  # fmt: skip
+        self.store.add_event(life.namespace, life.name, reason, message, "Warning")
+        self._finish(life, delete=False)
+
+    def _finish(self, life: _PodLife, *, delete: bool) -> None:
+        with self._lock:
+            was_running, life.agent_running = life.agent_running, False
+            life.finished = True
+            if delete:
+                self._pods.pop((life.namespace, life.uid), None)
+        if was_running:
+            self.agent_host.agent_stopped(life.name)
+
+    # -- faults on demand ----------------------------------------------------------------------------
+
+    def _life(self, name: str, namespace: str | None) -> _PodLife:
+        self.step()  # make sure the pod's creation has been heard
+        with self._lock:
+            for life in self._pods.values():
+                if life.name == name and namespace in (None, life.namespace) and not life.finished:
+                    return life
+        raise KeyError(f"no live pod named {name}")
+
+    def evict(self, name: str, namespace: str | None = None) -> None:
+        """The node evicts the pod (phase Failed, reason Evicted), as under memory pressure."""
+        self._fail(self._life(name, namespace), "Evicted", "The node was low on resource: memory.")
+
+    def fail(self, name: str, reason: str = "Error", message: str = "container exited with code 137",
+             namespace: str | None = None) -> None:  # fmt: skip
+        self._fail(self._life(name, namespace), reason, message)
+
+    def running_agents(self) -> list[str]:
+        with self._lock:
+            return sorted(life.name for life in self._pods.values() if life.agent_running)
+
+
+def _first_container(pod: Mapping[str, Any]) -> dict[str, Any]:
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    first = containers[0]
+    return first if isinstance(first, dict) else {}
+
+
+def _container_status(container: Mapping[str, Any], ready: bool, state: Obj) -> Obj:
+    # Every field the official client's model requires, or it refuses to deserialize the pod.
+    image = str(container.get("image", "unknown"))
+    return {"name": container.get("name", "agent"), "image": image, "imageID": "" if not ready else
+            f"docker-pullable://{image}", "ready": ready, "restartCount": 0, "started": ready,
+            "state": state}  # fmt: skip
+
+
+def _env(container: Mapping[str, Any]) -> dict[str, str]:
+    """Literal `value`s of the container's env; `valueFrom` needs a real kubelet and is left out."""
+    return {
+        str(item["name"]): str(item.get("value", ""))
+        for item in container.get("env") or []
+        if isinstance(item, dict) and "name" in item and "valueFrom" not in item
+    }

@@ -1,0 +1,121 @@
+"""The whole system on one machine: the backend served over HTTP, the fake Kubernetes API server with
+its simulated kubelet, and the simulated GoCD server with its callback endpoint, on one clock.
+
+Integration tests and the demo use it; the backend can be restarted (a new process would lose exactly
+what this loses: memory, not pods).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from elastic_agent.backend import Backend
+from elastic_agent.clock import Clock
+from elastic_agent.service import RunningService, build_backend, serve_in_background
+from elastic_agent.simulation.fake_kube import FakeKubeServer
+from elastic_agent.simulation.gocd_callbacks import CallbackServer
+from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
+from elastic_agent.simulation.gocd_transport import HttpPluginTransport
+from elastic_agent.simulation.kubelet import SimulatedKubelet
+
+TOKEN = "stack-token-not-a-secret"
+
+
+class SwitchableTransport:
+    """Lets the GoCD model exist before the callback server and survive backend restarts."""
+
+    def __init__(self) -> None:
+        self.target: HttpPluginTransport | None = None
+        self._lock = threading.Lock()
+
+    def send(self, request_name: str, body: str) -> tuple[int, str]:
+        with self._lock:
+            target = self.target
+        if target is None:
+            return 503, "backend not running"
+        return target.send(request_name, body)
+
+    def switch(self, target: HttpPluginTransport | None) -> None:
+        with self._lock:
+            old, self.target = self.target, target
+        if old is not None:
+            old.close()
+
+
+@dataclass
+class StackOptions:
+    boot_delay: float | Callable[..., float] = 2.0
+    gocd: GoCDConfig = field(default_factory=GoCDConfig)
+    namespace: str = "default"
+    start_gocd: bool = True
+
+
+class Stack:
+    def __init__(self, clock: Clock, options: StackOptions | None = None) -> None:
+        self.clock = clock
+        self.options = options or StackOptions()
+        self.kube = FakeKubeServer(clock=clock)
+        self.kube_url = self.kube.start()
+        self.transport = SwitchableTransport()
+        self.gocd = SimulatedGoCD(clock, self.transport, self.options.gocd)
+        self.callbacks = CallbackServer(self.gocd, TOKEN)
+        self.callback_url = self.callbacks.start()
+        self.kubelet = SimulatedKubelet(self.kube.store, clock, self.gocd, boot_delay=self.options.boot_delay)
+        self.service: RunningService | None = None
+        self.start_backend()
+        self.kubelet.start()
+        if self.options.start_gocd:
+            self.gocd.start()
+
+    @property
+    def backend(self) -> Backend:
+        assert self.service is not None
+        return self.service.backend
+
+    def start_backend(self) -> None:
+        backend = build_backend(TOKEN, self.callback_url, clock=self.clock)
+        self.service = serve_in_background(backend, TOKEN)
+        self.transport.switch(HttpPluginTransport(self.service.url, TOKEN, self.callback_url))
+
+    def stop_backend(self) -> None:
+        """Like a killed process: answers stop, memory is gone, pods stay."""
+        self.transport.switch(None)
+        if self.service is not None:
+            self.service.stop()
+            self.service = None
+
+    def restart_backend(self) -> None:
+        self.stop_backend()
+        self.start_backend()
+
+    def cluster_profile(self, **overrides: str) -> dict[str, str]:
+        profile = {
+            "go_server_url": "https://gocd.example.test/go",
+            "kubernetes_cluster_url": self.kube_url,
+            "namespace": self.options.namespace,
+            "security_token": "cluster-token",
+            "pending_pods_count": "10",
+            "auto_register_timeout": "10m",
+        }
+        profile.update(overrides)
+        return profile
+
+    @staticmethod
+    def elastic_profile(**overrides: str) -> dict[str, str]:
+        profile = {"Image": "gocd/gocd-agent-alpine-3.19:v24.1.0", "PodSpecType": "properties"}
+        profile.update(overrides)
+        return profile
+
+    def pods(self) -> list[dict[str, Any]]:
+        pods, _ = self.kube.store.list_pods(self.options.namespace)
+        return pods
+
+    def stop(self) -> None:
+        self.gocd.stop()
+        self.kubelet.stop()
+        self.stop_backend()
+        self.callbacks.stop()
+        self.kube.stop()

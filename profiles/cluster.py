@@ -1,0 +1,72 @@
+"""The cluster profile: where and how agent pods run (one Kubernetes namespace of one GoCD server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from profiles.errors import ProfileError
+from profiles.fields import CLUSTER_FIELDS
+from profiles.reading import Problem, read_properties
+
+
+def check_cluster_properties(
+    props: Any, *, report_unknown: bool = True
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Parsed values and every problem; the single source for validation and `ClusterProfile`."""
+    # Every cluster setting stands alone: there are no rules across fields.
+    return read_properties(CLUSTER_FIELDS, props, report_unknown=report_unknown)
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    """Parsed cluster profile settings. Durations are in seconds; `None` means no limit.
+
+    The two secrets are left out of repr() so that logging a profile never prints them.
+    """
+
+    go_server_url: str
+    kubernetes_cluster_url: str | None = None
+    namespace: str = "default"
+    security_token: str | None = field(default=None, repr=False)
+    kubernetes_cluster_ca_cert: str | None = field(default=None, repr=False)  # PEM, whichever way given
+    cluster_request_timeout: float = 10.0
+    auto_register_timeout: float = 600.0
+    pending_pods_count: int = 10
+    idle_timeout: float = 600.0
+    max_pods: int | None = None
+    max_pod_lifetime: float | None = None
+
+    @classmethod
+    def from_properties(cls, props: Any) -> ClusterProfile:
+        """Raise ProfileError with validation's message if a setting is unusable. Unknown keys are
+        ignored here (validation reports them) so that a stray key never stops running jobs."""
+        values, problems = check_cluster_properties(props, report_unknown=False)
+        if problems:
+            raise ProfileError(*problems[0], problems=tuple(problems))
+        return cls(
+            go_server_url=values["go_server_url"],
+            kubernetes_cluster_url=values["kubernetes_cluster_url"],
+            namespace=values["namespace"],
+            security_token=values["security_token"],
+            kubernetes_cluster_ca_cert=values["kubernetes_cluster_ca_cert"],
+            cluster_request_timeout=values["cluster_request_timeout"],
+            auto_register_timeout=values["auto_register_timeout"],
+            pending_pods_count=values["pending_pods_count"],
+            idle_timeout=values["idle_timeout"],
+            max_pods=values["max_pods"] or None,
+            max_pod_lifetime=values["max_pod_lifetime"] or None,
+        )
+
+    @property
+    def cluster_key(self) -> str:
+        """A stable text naming the cluster and namespace (input for the cluster label): the API URL
+        with scheme and host lowercased and no trailing slash ("" for in-cluster/kubeconfig), a newline,
+        then the namespace. Equal for profiles that differ only in how the URL was typed."""
+        url = ""
+        if self.kubernetes_cluster_url:
+            parts = urlsplit(self.kubernetes_cluster_url.strip())
+            netloc = parts.netloc.rpartition("@")[2].lower()  # never let credentials into a label input
+            url = f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
+        return f"{url}\n{self.namespace}"

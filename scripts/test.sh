@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, types, Python tests (incl. headless-browser checks of the status pages)
+# and the bridge jar's Maven build with its JUnit and end-to-end tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium for the status-page tests"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+.venv/bin/ruff check elastic_agent executors profiles tests benchmarks
+.venv/bin/mypy
+.venv/bin/python -m pytest -q "$@"
+(cd bridge && PATH="$PWD/../.venv/bin:$PATH" mvn -B -q verify)
+echo "all checks passed"

@@ -1,0 +1,111 @@
+"""Request bodies are parsed in one place; bad ones get a sentence, never an exception escaping."""
+
+import json
+
+import pytest
+
+from elastic_agent.messages import (
+    AgentStatusReportRequest,
+    BadRequest,
+    CreateAgentRequest,
+    JobCompletionRequest,
+    ServerPingRequest,
+    ShouldAssignWorkRequest,
+)
+
+JOB = {
+    "pipeline_name": "build",
+    "pipeline_label": "12",
+    "pipeline_counter": 12,
+    "stage_name": "test",
+    "stage_counter": "1",
+    "job_name": "unit",
+    "job_id": 4711,
+}
+
+
+def create_body(**changes: object) -> str:
+    body = {
+        "auto_register_key": "key-secret",
+        "elastic_agent_profile_properties": {"Image": "gocd/agent"},
+        "cluster_profile_properties": {"go_server_url": "https://ci.example.com/go"},
+        "job_identifier": JOB,
+    }
+    body.update(changes)
+    return json.dumps(body)
+
+
+def test_create_agent_without_environment_key_means_no_environment() -> None:
+    request = CreateAgentRequest.parse(create_body())
+    assert request.environment is None
+    assert request.job.job_id == 4711
+    assert request.job.stage_counter == "1"
+
+
+def test_create_agent_repr_never_shows_the_registration_key() -> None:
+    request = CreateAgentRequest.parse(create_body())
+    assert "key-secret" not in repr(request)
+    assert "gocd/agent" not in repr(request)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "body is empty"),
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object, not a list"),
+        (create_body(job_identifier="x"), "'job_identifier' must be an object, not a string"),
+        (create_body(auto_register_key=5), "'auto_register_key' must be a string, not a number"),
+        (create_body(job_identifier={**JOB, "job_id": "abc"}), "'job_id' must be a whole number"),
+        (create_body(job_identifier={**JOB, "job_id": True}), "'job_id' must be a whole number"),
+        (create_body(cluster_profile_properties={"namespace": {"a": 1}}), "'namespace' must be a string"),
+    ],
+)
+def test_bad_create_agent_bodies_are_explained(text: str, expected: str) -> None:
+    with pytest.raises(BadRequest, match=expected):
+        CreateAgentRequest.parse(text)
+
+
+def test_missing_field_is_named() -> None:
+    body = json.loads(create_body())
+    del body["job_identifier"]["job_name"]
+    with pytest.raises(BadRequest, match="'job_name' is missing"):
+        CreateAgentRequest.parse(json.dumps(body))
+
+
+def test_null_property_values_are_dropped() -> None:
+    request = CreateAgentRequest.parse(create_body(cluster_profile_properties={"namespace": None, "x": "y"}))
+    assert request.cluster_profile == {"x": "y"}
+
+
+def test_should_assign_work_reads_agent_states() -> None:
+    body = {
+        "agent": {"agent_id": "pod-1", "agent_state": "Idle", "build_state": "Idle", "config_state": "Enabled"},
+        "environment": "prod",
+        "elastic_agent_profile_properties": {},
+        "cluster_profile_properties": {},
+        "job_identifier": JOB,
+    }
+    request = ShouldAssignWorkRequest.parse(json.dumps(body))
+    assert request.agent.agent_id == "pod-1"
+    assert request.environment == "prod"
+    assert not request.agent.building
+
+
+def test_job_completion_needs_the_agent_id() -> None:
+    body = {"elastic_agent_profile_properties": {}, "cluster_profile_properties": {}, "job_identifier": JOB}
+    with pytest.raises(BadRequest, match="'elastic_agent_id' is missing"):
+        JobCompletionRequest.parse(json.dumps(body))
+
+
+def test_server_ping_needs_a_list_of_cluster_profiles() -> None:
+    with pytest.raises(BadRequest, match="list of objects"):
+        ServerPingRequest.parse(json.dumps({"all_cluster_profile_properties": {"a": "b"}}))
+    assert ServerPingRequest.parse(json.dumps({"all_cluster_profile_properties": [{"a": "b"}]})).cluster_profiles
+
+
+def test_agent_status_report_needs_an_agent_or_a_job() -> None:
+    with pytest.raises(BadRequest, match="elastic_agent_id"):
+        AgentStatusReportRequest.parse(json.dumps({"cluster_profile_properties": {}}))
+    request = AgentStatusReportRequest.parse(json.dumps({"cluster_profile_properties": {}, "job_identifier": JOB}))
+    assert request.job is not None and request.agent_id is None
