@@ -43,6 +43,10 @@ class ScaledClock:
         if seconds > 0:
             time.sleep(seconds / self.factor)
 
+    def advance(self, seconds: float) -> None:
+        """Jump forward (tests: "half an hour later" without waiting half a minute)."""
+        self._origin += seconds
+
 
 class ManualClock:
     """A clock that moves only when told to; sleep() advances it (single-threaded tests)."""

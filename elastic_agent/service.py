@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Flask
 from waitress.server import create_server
@@ -68,7 +69,12 @@ class RunningService:
     _thread: threading.Thread
 
     def stop(self) -> None:
-        self._server.close()  # type: ignore[attr-defined]
+        # waitress has no stop(): its loop ends when its socket map is empty, and the map must be
+        # emptied on the loop's own thread (closing from here races its select()).
+        server: Any = self._server
+        server.trigger.pull_trigger(lambda: [channel.close() for channel in list(server._map.values())])
+        self._thread.join(timeout=5)
+        server.task_dispatcher.shutdown()
         self.backend.stop()
 
 

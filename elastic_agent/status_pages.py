@@ -1,18 +1,26 @@
 """HTML status reports shown inside GoCD. Rendered with Jinja2 (autoescaped); they show states, jobs,
-events and log lines, never a pod's environment (it holds the registration key) or profile secrets."""
+events and log lines, never a pod's environment (it holds the registration key) or profile secrets.
+
+GoCD places each view inside its own page, so every template renders one `<div>` with its styles scoped
+to it. Rows carry `data-pod` and `data-state` attributes so tests (and curious admins) can find them.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from elastic_agent import labels
 from elastic_agent.clock import Clock
-from elastic_agent.kube.port import ClusterError
+from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import ClusterPool
-from elastic_agent.records import PodRecord
+from elastic_agent.records import PodRecord, PodState
 
 _templates = Environment(
     loader=PackageLoader("elastic_agent", "templates"),
@@ -21,128 +29,298 @@ _templates = Environment(
     lstrip_blocks=True,
 )
 
+# The order states are counted and listed in; "failed" is shown for a failed or evicted pod that the
+# next server ping has not retired yet.
+STATES = ("booting", "idle", "busy", "retiring", "failed")
+LOG_LINES = 100
+
+# A safety net for log and event text: the agent's own output could echo a registration key or a token.
+_SECRET_PATTERNS = (
+    re.compile(r"(?i)(auto[-_ ]?register[-_ ]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+"),
+    re.compile(r"(?i)((?:token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+"),
+    re.compile(r"(?i)(authorization:\s*(?:bearer|basic)\s+)\S+"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+)
+
+
+def _redact(text: str) -> str:
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(r"\1[hidden]", text)
+    return text
+
 
 def _age(seconds: float) -> str:
+    """A short elapsed time: 45s, 12m, 3h 5m, 2d 4h."""
     seconds = max(0, int(seconds))
     if seconds < 120:
         return f"{seconds}s"
     if seconds < 7200:
         return f"{seconds // 60}m"
-    return f"{seconds // 3600}h {seconds % 3600 // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h {seconds % 3600 // 60}m"
+    return f"{seconds // 86400}d {seconds % 86400 // 3600}h"
+
+
+def _duration(seconds: float | None) -> str:
+    """A setting's duration the way profiles write it: 30s, 10m, 2h, 1h 30m."""
+    if not seconds:
+        return "no limit"
+    whole = int(seconds)
+    if whole % 3600 == 0:
+        return f"{whole // 3600}h"
+    if whole % 60 == 0:
+        return f"{whole // 60}m" if whole < 3600 else f"{whole // 3600}h {whole % 3600 // 60}m"
+    return f"{seconds:g}s"
+
+
+def _timestamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _public_url(url: str | None) -> str:
+    """The cluster URL without any user:password part."""
+    if not url:
+        return "in-cluster (the backend's service account)"
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _job(raw: str | None) -> str | None:
+    """A job annotation (JSON identifier) as GoCD names the run: pipeline/counter/stage/counter/job."""
+    if not raw:
+        return None
+    try:
+        job = json.loads(raw)
+        return (
+            f"{job['pipeline_name']}/{job['pipeline_counter']}/{job['stage_name']}/"
+            f"{job['stage_counter']}/{job['job_name']}"
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _job_id(raw: str | None) -> int | None:
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    job_id = value.get("job_id") if isinstance(value, dict) else None
+    return job_id if isinstance(job_id, int) and not isinstance(job_id, bool) else None
 
 
 @dataclass(frozen=True)
 class PodRow:
     name: str
-    state: str
+    state: str  # one of STATES, as shown
+    pool_state: str  # the state the pool keeps on the pod
     state_for: str
     age: str
     phase: str
     jobs_run: int
-    job: str
+    job: str  # pipeline/counter/stage/counter/job, or ""
+    job_relation: str  # "running", "was running", "last", "started for", or ""
     environment: str
-    reason: str
+    note: str
+    node: str = ""
+    registered: bool = False
+    reuse: bool = False
+    created: str = ""
+    state_since: str = ""
 
 
-def _job_text(pool: ClusterPool, record: PodRecord) -> str:
-    pod = pool.port.get(record.name)
-    if pod is None:
-        return ""
-    for key in ("reuse.gocd.org/current-job", "reuse.gocd.org/last-job", "reuse.gocd.org/created-for"):
-        raw = pod.annotations.get(key)
-        if raw:
-            try:
-                job = json.loads(raw)
-                return (
-                    f"{job['pipeline_name']}/{job['pipeline_counter']}/{job['stage_name']}/"
-                    f"{job['stage_counter']}/{job['job_name']}"
-                )
-            except (ValueError, KeyError, TypeError):
-                return ""
-    return ""
+def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
+    annotations = view.annotations if view is not None else {}
+    current = _job(annotations.get(labels.ANN_CURRENT_JOB))
+    last = _job(annotations.get(labels.ANN_LAST_JOB))
+    created_for = _job(annotations.get(labels.ANN_CREATED_FOR))
+    failed = record.failed and record.state != PodState.RETIRING
+    if record.current_job_id is not None:
+        # The annotation may not be written back yet right after an assignment: the id is known.
+        job = current or f"job id {record.current_job_id}"
+        relation = "was running" if failed else "running"
+    elif last:
+        job, relation = last, "last"
+    elif created_for:
+        job, relation = created_for, "started for"
+    else:
+        job, relation = "", ""
+    notes = []
+    if record.failed:
+        why = record.reason or record.phase
+        message = view.message if view is not None else None
+        notes.append(f"{why}: {message}" if message else why)
+    if record.retire_reason and record.state == PodState.RETIRING:
+        notes.append(f"retiring: {record.retire_reason}")
+    if failed:
+        notes.append("the next server ping removes it")
+    if record.deleting:
+        notes.append("being deleted")
+    phase = record.phase + (f" ({record.reason})" if record.reason and record.reason != record.phase else "")
+    return PodRow(
+        name=record.name,
+        state="failed" if failed else record.state.value,
+        pool_state=record.state.value,
+        state_for=_age(now - record.state_since),
+        age=_age(now - record.created_at),
+        phase=phase,
+        jobs_run=record.jobs_run,
+        job=job,
+        job_relation=relation,
+        environment=record.environment or "",
+        note=_redact("; ".join(notes)),
+        node=(view.node_name if view is not None else None) or "",
+        registered=record.registered,
+        reuse=record.reuse,
+        created=_timestamp(record.created_at),
+        state_since=_timestamp(record.state_since),
+    )
 
 
 def pod_rows(pool: ClusterPool, clock: Clock) -> list[PodRow]:
     now = clock.now()
-    rows = [
-        PodRow(
-            name=record.name,
-            state=record.state.value,
-            state_for=_age(now - record.state_since),
-            age=_age(now - record.created_at),
-            phase=record.phase + (" (deleting)" if record.deleting else ""),
-            jobs_run=record.jobs_run,
-            job=_job_text(pool, record),
-            environment=record.environment or "",
-            reason=record.retire_reason or record.reason or "",
-        )
-        for record in pool.records()
+    rows = [_row(record, pool.port.get(record.name), now) for record in pool.records()]
+    # Grouped by state in lifecycle order; the longest in its state first.
+    return sorted(rows, key=lambda row: (STATES.index(row.state), row.state_since, row.name))
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+    meaning: str
+
+
+def _settings(pool: ClusterPool) -> list[Setting]:
+    s = pool.settings
+    return [
+        Setting("idle_timeout", _duration(s.idle_timeout), "an idle pod is removed after this long"),
+        Setting("max_pods", str(s.max_pods) if s.max_pods else "no limit", "pods of this cluster profile"),
+        Setting("max_pod_lifetime", _duration(s.max_pod_lifetime), "a pod retires after its job past this age"),
+        Setting(
+            "pending_pods_count", str(s.pending_pods_count), "pods that may wait for registration at once"
+        ),
+        Setting("auto_register_timeout", _duration(s.auto_register_timeout), "a pod must register within"),
+        Setting("cluster_request_timeout", _duration(s.cluster_request_timeout), "per Kubernetes API call"),
+        Setting("go_server_url", s.go_server_url, "the agents register with"),
+        Setting(
+            "security_token",
+            "set (not shown)" if s.security_token else "not set",
+            "credentials for the Kubernetes API",
+        ),
     ]
-    return sorted(rows, key=lambda row: (row.state, row.name))
 
 
-def cluster_summary(pool: ClusterPool, clock: Clock) -> dict[str, Any]:
+@dataclass
+class ClusterSummary:
+    url: str
+    namespace: str
+    label: str
+    synced: bool
+    rows: list[PodRow]
+    counts: dict[str, int]
+    settings: list[Setting] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.rows)
+
+
+def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
     rows = pod_rows(pool, clock)
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys(STATES, 0)
     for row in rows:
-        counts[row.state] = counts.get(row.state, 0) + 1
-    return {
-        "url": pool.settings.kubernetes_cluster_url or "in-cluster",
-        "namespace": pool.settings.namespace,
-        "synced": pool.port.wait_synced(0),
-        "rows": rows,
-        "counts": counts,
-        "settings": {
-            "pending_pods_count": pool.settings.pending_pods_count,
-            "max_pods": pool.settings.max_pods or "no limit",
-            "auto_register_timeout": _age(pool.settings.auto_register_timeout),
-        },
-    }
+        counts[row.state] += 1
+    return ClusterSummary(
+        url=_public_url(pool.settings.kubernetes_cluster_url),
+        namespace=pool.settings.namespace,
+        label=f"{labels.LABEL_CLUSTER}={pool.identity.cluster}",
+        synced=pool.port.wait_synced(0),
+        rows=rows,
+        counts=counts,
+        settings=_settings(pool),
+    )
 
 
 def render_plugin_status(pools: list[ClusterPool], health: list[dict[str, str]], clock: Clock) -> str:
     return _templates.get_template("plugin_status.html").render(
-        clusters=[cluster_summary(pool, clock) for pool in pools], health=health
+        clusters=[cluster_summary(pool, clock) for pool in pools],
+        health=[{"type": m.get("type", "error"), "message": _redact(m.get("message", ""))} for m in health],
+        generated=_timestamp(clock.now()),
     )
 
 
 def render_cluster_status(pool: ClusterPool | None, clock: Clock) -> str:
     return _templates.get_template("cluster_status.html").render(
-        cluster=cluster_summary(pool, clock) if pool else None
+        cluster=cluster_summary(pool, clock) if pool else None, generated=_timestamp(clock.now())
     )
+
+
+def _pod_for_job(pool: ClusterPool, job_id: int) -> tuple[PodRecord | None, str]:
+    """The pod that runs, ran or was started for a job, and how it relates to it."""
+    records = pool.records()
+    for record in records:
+        if record.current_job_id == job_id:
+            return record, "runs this job"
+    for record in records:
+        view = pool.port.get(record.name)
+        if view is not None and _job_id(view.annotations.get(labels.ANN_LAST_JOB)) == job_id:
+            return record, "ran this job"
+    for record in records:
+        if record.created_for_job_id == job_id:
+            return record, "was started for this job"
+    return None, ""
 
 
 def render_agent_status(
     pool: ClusterPool | None, agent_id: str | None, job_id: int | None, clock: Clock
 ) -> str:
-    record = None
-    if pool is not None:
-        if agent_id:
-            record = pool.record(agent_id)
-        elif job_id is not None:
-            record = next(
-                (r for r in pool.records() if job_id in (r.current_job_id, r.created_for_job_id)), None
-            )
-    if pool is None or record is None:
-        return _templates.get_template("agent_status.html").render(
-            pod=None, wanted=agent_id or f"job {job_id}"
+    template = _templates.get_template("agent_status.html")
+    generated = _timestamp(clock.now())
+    if pool is None:
+        return template.render(pod=None, cluster=None, agent_id=agent_id, job_id=job_id, generated=generated)
+    record, relation = None, ""
+    if agent_id:
+        record = pool.record(agent_id)
+    elif job_id is not None:
+        record, relation = _pod_for_job(pool, job_id)
+    cluster = {"url": _public_url(pool.settings.kubernetes_cluster_url), "namespace": pool.settings.namespace}
+    if record is None:
+        return template.render(
+            pod=None, cluster=cluster, agent_id=agent_id, job_id=job_id, generated=generated
         )
-    row = next((r for r in pod_rows(pool, clock) if r.name == record.name), None)
+    now = clock.now()
+    view = pool.port.get(record.name)
+    row = _row(record, view, now)
     events: list[dict[str, Any]] = []
     log_text = ""
     problem = None
     try:
-        events = pool.port.pod_events(record.name)
-        log_text = pool.port.pod_log(record.name, tail_lines=100)
+        events = [
+            {
+                "type": event.get("type") or "Normal",
+                "reason": event.get("reason") or "",
+                "message": _redact(str(event.get("message") or "")),
+                "count": event.get("count") or 1,
+                "ago": _age(now - event["last_seen"]) + " ago" if event.get("last_seen") else "",
+            }
+            for event in pool.port.pod_events(record.name)
+        ]
+        log_text = _redact(pool.port.pod_log(record.name, tail_lines=LOG_LINES))
     except ClusterError as error:
-        problem = str(error)
-    view = pool.port.get(record.name)
-    return _templates.get_template("agent_status.html").render(
+        problem = _redact(str(error))
+    return template.render(
         pod=row,
+        relation=relation,
+        job_id=job_id,
+        cluster=cluster,
         labels=sorted((view.labels if view else {}).items()),
-        node=view.node_name if view else None,
+        containers=list(view.containers) if view else [],
         events=events,
-        log_text=log_text,
+        log_text=log_text.rstrip("\n"),
+        log_lines=LOG_LINES,
         problem=problem,
-        wanted=record.name,
+        generated=generated,
     )

@@ -6,6 +6,7 @@ import logging
 
 from profiles.pod_template import render_pod_template
 
+from elastic_agent.kube.port import ClusterError
 from elastic_agent.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
 from executors.base import RequestContext, Response
 from profiles.cluster import ClusterProfile
@@ -23,6 +24,10 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
         pool = ctx.backend.pool(cluster, gocd)
         template = render_pod_template(elastic, ctx.backend.remote_files.fetch)
         outcome = pool.create_agent(request, template, reuse=elastic.reuse)
+    except ClusterError as error:
+        ctx.backend.report_cluster_problem(cluster, f"Creating agent pods fails: {error}")
+        ctx.console(request.job, f"could not create an agent pod: {error}")
+        raise
     except Exception as error:
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise

@@ -33,6 +33,8 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
         backend.health.resolved(f"profile:{index}")
         try:
             pool = backend.pool(cluster, gocd)
+            if pool.port.last_error is not None:
+                raise pool.port.last_error
             for line in pool.reconcile(agents, gocd):
                 log.info("%s", line)
             backend.report_cluster_ok(cluster)

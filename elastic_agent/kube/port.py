@@ -54,6 +54,7 @@ PodListener = Callable[[str, PodView], None]  # (event type ADDED|MODIFIED|DELET
 
 class ClusterPort(Protocol):
     namespace: str
+    last_error: ClusterError | None  # why the latest list/watch failed; None while the cache is current
 
     def start(self) -> None:
         """Begin the initial list and the watch (non-blocking)."""

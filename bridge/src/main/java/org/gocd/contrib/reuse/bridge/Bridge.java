@@ -5,6 +5,7 @@ import com.thoughtworks.go.plugin.api.GoPluginIdentifier;
 import com.thoughtworks.go.plugin.api.logging.Logger;
 
 import java.io.IOException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 /**
@@ -28,9 +29,11 @@ final class Bridge {
     private Bridge(BridgeSettings settings, Supplier<GoApplicationAccessor> accessor, GoPluginIdentifier identifier)
             throws IOException {
         this.settings = settings;
-        Backend[] current = new Backend[1];
+        // The callback server must exist first (the backend needs its URL), but checks the backend's token:
+        // until the backend is chosen, every callback is refused.
+        AtomicReference<Backend> current = new AtomicReference<>();
         this.callbackServer = new CallbackServer(settings.callbackPort,
-                () -> current[0] == null ? null : current[0].token(), accessor, identifier);
+                () -> current.get() == null ? null : current.get().token(), accessor, identifier);
         String callbackUrl;
         try {
             callbackServer.start();
@@ -46,7 +49,7 @@ final class Bridge {
             process = null;
             backend = Backend.external(settings.backendUrl, settings.token);
         }
-        current[0] = backend;
+        current.set(backend);
         client = new BackendClient(settings, backend, callbackUrl);
         shutdownHook = new Thread(this::stop, "kubernetes-reuse-bridge-shutdown");
         Runtime.getRuntime().addShutdownHook(shutdownHook);

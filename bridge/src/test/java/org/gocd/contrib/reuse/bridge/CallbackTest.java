@@ -161,6 +161,20 @@ class CallbackTest {
     }
 
     @Test
+    void answersWithoutTheNagleDelayedAckStall() throws Exception {
+        plugin.initializeGoApplicationAccessor(new RecordingAccessor());
+        long[] nanos = new long[41];
+        for (int i = 0; i < nanos.length; i++) {
+            long start = System.nanoTime();
+            assertEquals(200, post("/gocd/server/go.processor.server-info.get", TOKEN, null, "").statusCode());
+            nanos[i] = System.nanoTime() - start;
+        }
+        java.util.Arrays.sort(nanos);
+        long medianMillis = nanos[nanos.length / 2] / 1_000_000;
+        assertTrue(medianMillis < 25, "median callback round trip " + medianMillis + " ms (TCP_NODELAY off?)");
+    }
+
+    @Test
     void stoppingFreesThePort() throws Exception {
         int port = URI.create(callbackUrl).getPort();
         plugin.close();

@@ -1,0 +1,41 @@
+"""Shared fixtures: the whole stack (backend over HTTP, fake cluster, simulated GoCD) in scaled time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from elastic_agent.clock import ScaledClock
+from elastic_agent.simulation.gocd_model import GoCDConfig
+from elastic_agent.simulation.stack import Stack, StackOptions
+
+# Simulated seconds per real second: a 60 s ping comes every second of the test.
+SPEED = 60.0
+
+
+def wait_until(condition: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> None:
+    """Poll a condition in real time; fail with `what` when it never holds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def make_stack() -> Iterator[Callable[..., Stack]]:
+    stacks: list[Stack] = []
+
+    def make(boot_delay: float = 5.0, start_gocd: bool = True, **gocd: object) -> Stack:
+        clock = ScaledClock(SPEED)
+        config = GoCDConfig(**gocd)  # type: ignore[arg-type]
+        stack = Stack(clock, StackOptions(boot_delay=boot_delay, gocd=config, start_gocd=start_gocd))
+        stacks.append(stack)
+        return stack
+
+    yield make
+    for stack in stacks:
+        stack.stop()
