@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from profiles.pod_template import instantiate
-
 from elastic_agent import PLUGIN_ID, labels
 from elastic_agent.messages import JobIdentifier
+from profiles.pod_template import instantiate
 
 GO_EA_VARIABLES = (
     "GO_EA_SERVER_URL",

@@ -83,7 +83,10 @@ class ClusterPool:
     # ----- state changes, written to memory now and to the pod soon --------------------------------
 
     def _change(
-        self, name: str, annotations: Mapping[str, str | None], pod_labels: Mapping[str, str | None] | None = None
+        self,
+        name: str,
+        annotations: Mapping[str, str | None],
+        pod_labels: Mapping[str, str | None] | None = None,
     ) -> None:
         with self._lock:
             self._annotations.setdefault(name, {}).update(annotations)

@@ -14,6 +14,8 @@ from elastic_agent.app import create_app
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.gocd import GoCDServers
+from elastic_agent.kube.adapter import KubeCluster
+from elastic_agent.kube.connect import connect
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.metrics import Metrics
 from elastic_agent.pods import PodIdentity
@@ -26,9 +28,6 @@ log = logging.getLogger(__name__)
 def kubernetes_cluster(profile: ClusterProfile, identity: PodIdentity, clock: Clock) -> ClusterPort:
     """The official client, connected from the profile's URL, token and CA (else in-cluster, else
     kubeconfig), watching only this backend's pods."""
-    from elastic_agent.kube.adapter import KubeCluster
-    from elastic_agent.kube.connect import connect
-
     api_client = connect(
         url=profile.kubernetes_cluster_url,
         token=profile.security_token,

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from profiles.pod_template import render_pod_template
-
 from elastic_agent.kube.port import ClusterError
 from elastic_agent.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
 from executors.base import RequestContext, Response
 from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
+from profiles.pod_template import render_pod_template
 
 log = logging.getLogger(__name__)
 

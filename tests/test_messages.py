@@ -80,7 +80,12 @@ def test_null_property_values_are_dropped() -> None:
 
 def test_should_assign_work_reads_agent_states() -> None:
     body = {
-        "agent": {"agent_id": "pod-1", "agent_state": "Idle", "build_state": "Idle", "config_state": "Enabled"},
+        "agent": {
+            "agent_id": "pod-1",
+            "agent_state": "Idle",
+            "build_state": "Idle",
+            "config_state": "Enabled",
+        },
         "environment": "prod",
         "elastic_agent_profile_properties": {},
         "cluster_profile_properties": {},
@@ -101,11 +106,15 @@ def test_job_completion_needs_the_agent_id() -> None:
 def test_server_ping_needs_a_list_of_cluster_profiles() -> None:
     with pytest.raises(BadRequest, match="list of objects"):
         ServerPingRequest.parse(json.dumps({"all_cluster_profile_properties": {"a": "b"}}))
-    assert ServerPingRequest.parse(json.dumps({"all_cluster_profile_properties": [{"a": "b"}]})).cluster_profiles
+    assert ServerPingRequest.parse(
+        json.dumps({"all_cluster_profile_properties": [{"a": "b"}]})
+    ).cluster_profiles
 
 
 def test_agent_status_report_needs_an_agent_or_a_job() -> None:
     with pytest.raises(BadRequest, match="elastic_agent_id"):
         AgentStatusReportRequest.parse(json.dumps({"cluster_profile_properties": {}}))
-    request = AgentStatusReportRequest.parse(json.dumps({"cluster_profile_properties": {}, "job_identifier": JOB}))
+    request = AgentStatusReportRequest.parse(
+        json.dumps({"cluster_profile_properties": {}, "job_identifier": JOB})
+    )
     assert request.job is not None and request.agent_id is None

@@ -35,13 +35,17 @@ def job_identifier(job_id: int, name: str = "unit") -> dict[str, object]:
 
 
 def create(stack: Stack, job_id: int, key: str = "key-1", environment: str | None = None) -> tuple[int, str]:
-    body = create_agent_body(key, stack.elastic_profile(), stack.cluster_profile(), environment, job_identifier(job_id))
+    body = create_agent_body(
+        key, stack.elastic_profile(), stack.cluster_profile(), environment, job_identifier(job_id)
+    )
     return stack.transport.send(CREATE, encode(body))
 
 
 def assign(stack: Stack, pod: str, job_id: int) -> str:
     agent = {"agent_id": pod, "agent_state": "Idle", "build_state": "Idle", "config_state": "Enabled"}
-    body = should_assign_work_body(agent, None, stack.elastic_profile(), stack.cluster_profile(), job_identifier(job_id))
+    body = should_assign_work_body(
+        agent, None, stack.elastic_profile(), stack.cluster_profile(), job_identifier(job_id)
+    )
     status, text = stack.transport.send(ASSIGN, encode(body))
     assert status == 200, text
     return text
@@ -59,7 +63,9 @@ def pod_names(stack: Stack) -> list[str]:
 def test_every_job_runs_on_its_own_pod_and_nothing_is_left_behind(make_stack: Callable[..., Stack]) -> None:
     stack = make_stack()
     jobs = [
-        stack.gocd.schedule_job("build", "test", f"job-{n}", stack.elastic_profile(), stack.cluster_profile(), None, 30)
+        stack.gocd.schedule_job(
+            "build", "test", f"job-{n}", stack.elastic_profile(), stack.cluster_profile(), None, 30
+        )
         for n in range(6)
     ]
     wait_until(lambda: all(stack.gocd.job(j.job_id).completed_at for j in jobs), 20, "all jobs to complete")
@@ -100,8 +106,13 @@ def test_pending_pods_count_limits_pods_that_have_not_registered(make_stack: Cal
 def test_pending_limit_is_explained_in_the_job_console(make_stack: Callable[..., Stack]) -> None:
     stack = make_stack(boot_delay=10_000)
     profile = stack.cluster_profile(pending_pods_count="1")
-    jobs = [stack.gocd.schedule_job("p", "s", f"j{n}", stack.elastic_profile(), profile, None, 10) for n in range(3)]
-    wait_until(lambda: "pending_pods_count" in stack.gocd.job(jobs[2].job_id).console_text, 10, "a waiting line")
+    jobs = [
+        stack.gocd.schedule_job("p", "s", f"j{n}", stack.elastic_profile(), profile, None, 10)
+        for n in range(3)
+    ]
+    wait_until(
+        lambda: "pending_pods_count" in stack.gocd.job(jobs[2].job_id).console_text, 10, "a waiting line"
+    )
     assert len(stack.pods()) == 1
 
 
@@ -145,7 +156,9 @@ def test_ping_removes_pods_whose_agent_never_registered(make_stack: Callable[...
 
 def test_ping_removes_evicted_pods_and_their_agents(make_stack: Callable[..., Stack]) -> None:
     stack = make_stack(boot_delay=1)
-    job = stack.gocd.schedule_job("p", "s", "j", stack.elastic_profile(), stack.cluster_profile(), None, 10_000)
+    job = stack.gocd.schedule_job(
+        "p", "s", "j", stack.elastic_profile(), stack.cluster_profile(), None, 10_000
+    )
     wait_until(lambda: stack.gocd.job(job.job_id).agent_id, 15, "the job to be assigned")
     name = stack.gocd.job(job.job_id).agent_id
     assert name is not None
@@ -185,7 +198,9 @@ def test_pods_of_another_gocd_server_are_never_touched(make_stack: Callable[...,
     assert assign(stack, "foreign-pod", 1) == "false"
 
 
-def test_unreachable_cluster_shows_a_health_message_until_it_recovers(make_stack: Callable[..., Stack]) -> None:
+def test_unreachable_cluster_shows_a_health_message_until_it_recovers(
+    make_stack: Callable[..., Stack],
+) -> None:
     stack = make_stack(start_gocd=False)
     ping(stack)
     assert stack.gocd.health_messages == []
@@ -208,4 +223,6 @@ def test_failed_pod_creation_is_explained_in_the_console(make_stack: Callable[..
     stack = make_stack()
     stack.kube.faults.add(method="POST", path_pattern=r"/pods$", status=500, times=1, message="etcd is sad")
     job = stack.gocd.schedule_job("p", "s", "j", stack.elastic_profile(), stack.cluster_profile(), None, 10)
-    wait_until(lambda: "could not create an agent pod" in stack.gocd.job(job.job_id).console_text, 10, "a line")
+    wait_until(
+        lambda: "could not create an agent pod" in stack.gocd.job(job.job_id).console_text, 10, "a line"
+    )

@@ -53,8 +53,13 @@ def test_missing_or_wrong_token_is_refused_and_nothing_happens(stack: Stack, tok
             "elastic_agent_profile_properties": stack.elastic_profile(),
             "cluster_profile_properties": stack.cluster_profile(),
             "job_identifier": {
-                "pipeline_name": "p", "pipeline_counter": 1, "pipeline_label": "1", "stage_name": "s",
-                "stage_counter": "1", "job_name": "j", "job_id": 1,
+                "pipeline_name": "p",
+                "pipeline_counter": 1,
+                "pipeline_label": "1",
+                "stage_name": "s",
+                "stage_counter": "1",
+                "job_name": "j",
+                "job_id": 1,
             },
         }
     )
@@ -71,7 +76,9 @@ def test_unknown_request_names_get_a_plain_404(stack: Stack) -> None:
 
 @pytest.mark.parametrize("request_name", BODY_REQUESTS)
 @pytest.mark.parametrize("body", BAD_BODIES)
-def test_bad_bodies_get_a_sentence_and_the_service_stays_healthy(stack: Stack, request_name: str, body: str) -> None:
+def test_bad_bodies_get_a_sentence_and_the_service_stays_healthy(
+    stack: Stack, request_name: str, body: str
+) -> None:
     answer = post(stack, f"cd.go.elastic-agent.{request_name}", body)
     if request_name.startswith("validate-") and body == '{"unexpected": true}':
         # A well-formed body with an unknown key is a validation result, not a bad request.
@@ -89,11 +96,23 @@ def test_bad_bodies_get_a_sentence_and_the_service_stays_healthy(stack: Stack, r
 
 def test_every_request_of_the_protocol_has_an_executor() -> None:
     names = {
-        "get-icon", "get-capabilities", "migrate-config", "get-cluster-profile-metadata",
-        "get-cluster-profile-view", "validate-cluster-profile", "get-elastic-agent-profile-metadata",
-        "get-elastic-agent-profile-view", "validate-elastic-agent-profile", "create-agent",
-        "should-assign-work", "job-completion", "server-ping", "cluster-status-report",
-        "agent-status-report", "plugin-status-report", "cluster-profile-changed",
+        "get-icon",
+        "get-capabilities",
+        "migrate-config",
+        "get-cluster-profile-metadata",
+        "get-cluster-profile-view",
+        "validate-cluster-profile",
+        "get-elastic-agent-profile-metadata",
+        "get-elastic-agent-profile-view",
+        "validate-elastic-agent-profile",
+        "create-agent",
+        "should-assign-work",
+        "job-completion",
+        "server-ping",
+        "cluster-status-report",
+        "agent-status-report",
+        "plugin-status-report",
+        "cluster-profile-changed",
     }
     assert {f"cd.go.elastic-agent.{name}" for name in names} <= set(EXECUTORS)
     assert {"go.plugin-settings.get-configuration", "go.plugin-settings.get-view"} <= set(EXECUTORS)
@@ -136,7 +155,9 @@ def test_migrate_config_turns_the_legacy_flag_into_a_pod_spec_type(stack: Stack)
     config = {
         "plugin_settings": {},
         "cluster_profiles": [],
-        "elastic_agent_profiles": [{"id": "e", "plugin_id": "x", "cluster_profile_id": "c", "properties": legacy}],
+        "elastic_agent_profiles": [
+            {"id": "e", "plugin_id": "x", "cluster_profile_id": "c", "properties": legacy}
+        ],
     }
     migrated = post(stack, "cd.go.elastic-agent.migrate-config", json.dumps(config)).json()
     assert migrated["elastic_agent_profiles"][0]["properties"]["PodSpecType"] == "yaml"
@@ -150,9 +171,12 @@ def test_validation_reports_problems_per_key(stack: Stack) -> None:
     ).json()
     keys = {problem["key"] for problem in problems}
     assert {"go_server_url", "idle_timeout", "colour"} <= keys
-    assert post(
-        stack, "cd.go.elastic-agent.validate-cluster-profile", json.dumps(stack.cluster_profile())
-    ).json() == []
+    assert (
+        post(
+            stack, "cd.go.elastic-agent.validate-cluster-profile", json.dumps(stack.cluster_profile())
+        ).json()
+        == []
+    )
 
 
 def test_an_invalid_profile_at_create_agent_is_a_422_with_the_reason(stack: Stack) -> None:
@@ -162,8 +186,13 @@ def test_an_invalid_profile_at_create_agent_is_a_422_with_the_reason(stack: Stac
             "elastic_agent_profile_properties": {"PodSpecType": "properties"},
             "cluster_profile_properties": stack.cluster_profile(),
             "job_identifier": {
-                "pipeline_name": "p", "pipeline_counter": 1, "pipeline_label": "1", "stage_name": "s",
-                "stage_counter": "1", "job_name": "j", "job_id": 1,
+                "pipeline_name": "p",
+                "pipeline_counter": 1,
+                "pipeline_label": "1",
+                "stage_name": "s",
+                "stage_counter": "1",
+                "job_name": "j",
+                "job_id": 1,
             },
         }
     )
@@ -177,7 +206,9 @@ def test_metrics_need_no_token_and_count_requests(stack: Stack) -> None:
     post(stack, "cd.go.elastic-agent.get-capabilities", "", token="bad")
     assert stack.service is not None
     text = requests.get(f"{stack.service.url}/metrics", timeout=5).text
-    assert 'gocd_elastic_agent_requests_total{code="200",request="cd.go.elastic-agent.get-capabilities"}' in text
+    assert (
+        'gocd_elastic_agent_requests_total{code="200",request="cd.go.elastic-agent.get-capabilities"}' in text
+    )
     assert "gocd_elastic_agent_unauthorized_requests_total 1.0" in text
     assert 'gocd_elastic_agent_pods{state="idle"}' in text
     assert TOKEN not in text

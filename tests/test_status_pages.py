@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -232,7 +233,9 @@ def parse(view: str) -> _Page:
 
 
 def text_of(view: str) -> str:
-    return " ".join(" ".join(parse(view).text).split())
+    """The page's text, one space between pieces (as a reader sees block elements apart)."""
+    text = " ".join(" ".join(parse(view).text).split())
+    return re.sub(r" ([.,:;)])", r"\1", text)
 
 
 COLUMNS = ["Pod", "State", "For", "Age", "Phase", "Node", "Jobs run", "Job", "Environment", "Note"]
@@ -416,7 +419,8 @@ def test_pages_render_in_headless_chromium(scene: Scene, views: dict[str, str], 
         assert (image.width, image.height) == (1280, 900), name
         assert len(image.colours()) > 20, f"{name}: the screenshot is (nearly) one colour"
         assert image.pixel(0, 0)[:3] == WHITE, f"{name}: the page background is not white"
-        assert image.rows_with_ink(image.pixel(0, 0)) > 100, f"{name}: almost nothing was drawn"
+        least = 20 if name.endswith("unknown") else 150  # one sentence, or a table of pods
+        assert image.rows_with_ink(image.pixel(0, 0)) > least, f"{name}: almost nothing was drawn"
 
     if target := os.environ.get("STATUS_PAGE_SCREENSHOTS"):  # refresh docs/screenshots for the README
         Path(target).mkdir(parents=True, exist_ok=True)
