@@ -102,6 +102,11 @@ def _job(raw: str | None) -> str | None:
         return None
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def _job_id(raw: str | None) -> int | None:
     try:
         value = json.loads(raw) if raw else None
@@ -153,24 +158,25 @@ def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
         message = view.message if view is not None else None
         notes.append(f"{why}: {message}" if message else why)
     if record.retire_reason and record.state == PodState.RETIRING:
-        notes.append(f"retiring: {record.retire_reason}")
+        notes.append(f"Retiring: {record.retire_reason}")
     if failed:
-        notes.append("the next server ping removes it")
+        notes.append("The next server ping removes it")
     if record.deleting:
-        notes.append("being deleted")
+        notes.append("Being deleted")
     phase = record.phase + (f" ({record.reason})" if record.reason and record.reason != record.phase else "")
     return PodRow(
         name=record.name,
         state="failed" if failed else record.state.value,
         pool_state=record.state.value,
-        state_for=_age(now - record.state_since),
+        # When a pod failed is not kept on it; the time in the pool's last state would mislead.
+        state_for="" if failed else _age(now - record.state_since),
         age=_age(now - record.created_at),
         phase=phase,
         jobs_run=record.jobs_run,
         job=job,
         job_relation=relation,
         environment=record.environment or "",
-        note=_redact("; ".join(notes)),
+        note=_redact(" ".join(_sentence(note) for note in notes)),
         node=(view.node_name if view is not None else None) or "",
         registered=record.registered,
         reuse=record.reuse,
@@ -198,7 +204,9 @@ def _settings(pool: ClusterPool) -> list[Setting]:
     return [
         Setting("idle_timeout", _duration(s.idle_timeout), "an idle pod is removed after this long"),
         Setting("max_pods", str(s.max_pods) if s.max_pods else "no limit", "pods of this cluster profile"),
-        Setting("max_pod_lifetime", _duration(s.max_pod_lifetime), "a pod retires after its job past this age"),
+        Setting(
+            "max_pod_lifetime", _duration(s.max_pod_lifetime), "a pod retires after its job past this age"
+        ),
         Setting(
             "pending_pods_count", str(s.pending_pods_count), "pods that may wait for registration at once"
         ),
@@ -297,7 +305,9 @@ def render_agent_status(
     events: list[dict[str, Any]] = []
     log_text = ""
     problem = None
+    raw_events: list[dict[str, Any]] = []
     try:
+        raw_events = pool.port.pod_events(record.name)
         events = [
             {
                 "type": event.get("type") or "Normal",
@@ -306,11 +316,22 @@ def render_agent_status(
                 "count": event.get("count") or 1,
                 "ago": _age(now - event["last_seen"]) + " ago" if event.get("last_seen") else "",
             }
-            for event in pool.port.pod_events(record.name)
+            for event in raw_events
         ]
         log_text = _redact(pool.port.pod_log(record.name, tail_lines=LOG_LINES))
     except ClusterError as error:
         problem = _redact(str(error))
+    failed_ago = None
+    if row.state == "failed":
+        # The Warning event of the failure (Evicted, Error, ...) tells when it happened.
+        times = [
+            event["last_seen"]
+            for event in raw_events
+            if event.get("type") == "Warning"
+            and event.get("reason") == record.reason
+            and event.get("last_seen")
+        ]
+        failed_ago = _age(now - max(times)) if times else None
     return template.render(
         pod=row,
         relation=relation,
@@ -322,5 +343,6 @@ def render_agent_status(
         log_text=log_text.rstrip("\n"),
         log_lines=LOG_LINES,
         problem=problem,
+        failed_ago=failed_ago,
         generated=generated,
     )

@@ -51,7 +51,7 @@ def chromium_path() -> str:
 def html_page(title: str, fragment: str) -> str:
     """A minimal page around a status-report fragment, the way GoCD embeds it in its own page."""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title>"
         "<style>body { margin: 0; padding: 16px 24px; background: #fff; }</style>"
         f"</head>\n<body>\n{fragment}\n</body></html>\n"
@@ -109,7 +109,9 @@ class Launch:
         return Rendered(dom=out, screenshot=self.png_file)
 
 
-def render_all(pages: dict[str, str], workdir: Path, size: tuple[int, int] = (1280, 900)) -> dict[str, Rendered]:
+def render_all(
+    pages: dict[str, str], workdir: Path, size: tuple[int, int] = (1280, 900)
+) -> dict[str, Rendered]:
     """Render whole HTML documents by name, in parallel; DOM and screenshot of each."""
     browser = chromium_path()
     launches = {}
@@ -128,7 +130,7 @@ class Image:
     width: int
     height: int
     channels: int
-    rows: list[bytes]  # unfiltered scanlines
+    rows: list[bytes]  # unfiltered scanlines, from the top (all of them unless fewer were asked for)
 
     def pixel(self, x: int, y: int) -> bytes:
         start = x * self.channels
@@ -151,8 +153,9 @@ class Image:
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
 
 
-def read_png(path: Path) -> Image:
-    """Decode an 8-bit, non-interlaced PNG (what Chromium writes) into scanlines."""
+def read_png(path: Path, max_rows: int | None = None) -> Image:
+    """Decode an 8-bit, non-interlaced PNG (what Chromium writes) into scanlines; with `max_rows`, only
+    the top rows are unfiltered (the whole image data is still checked for its size)."""
     data = path.read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError(f"{path} is not a PNG file")
@@ -179,7 +182,7 @@ def read_png(path: Path) -> Image:
         raise ValueError(f"{path}: image data has {len(raw)} bytes, expected {height * (stride + 1)}")
     rows: list[bytes] = []
     previous = bytearray(stride)
-    for y in range(height):
+    for y in range(height if max_rows is None else min(height, max_rows)):
         start = y * (stride + 1)
         kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
         _unfilter(kind, line, previous, channels)
