@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from elastic_agent.clock import Clock
@@ -17,7 +17,10 @@ from elastic_agent.gocd import GoCDError, GoCDServer, GoCDServers
 from elastic_agent.health import HealthReporter
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pods import PodIdentity, cluster_label
+from elastic_agent.job_spec import JobSpec, JobSpecs
+from elastic_agent.narrator import Narrator
 from elastic_agent.pool import ClusterPool
+from elastic_agent.registration_keys import RegistrationKeys
 from elastic_agent.remote_file import RemoteFileFetcher
 from profiles.cluster import ClusterProfile
 
@@ -33,11 +36,24 @@ class Backend:
     cluster_factory: ClusterFactory
     remote_files: RemoteFileFetcher
     health: HealthReporter = field(default_factory=HealthReporter)
+    narrator: Narrator = field(default_factory=Narrator)
+    keys: RegistrationKeys | None = None
+    job_specs: JobSpecs | None = None
     sync_timeout_s: float = 10.0
     _pools: dict[str, ClusterPool] = field(default_factory=dict)
     _credentials: dict[str, str] = field(default_factory=dict)
     _server_id: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.keys is None:
+            self.keys = RegistrationKeys(self.clock)
+        if self.job_specs is None:
+            self.job_specs = JobSpecs(self.clock, self.remote_files.fetch)
+
+    def spec(self, elastic: Mapping[str, str], cluster: ClusterProfile, environment: str | None, pipeline: str) -> JobSpec:
+        assert self.job_specs is not None
+        return self.job_specs.spec(elastic, cluster, environment, pipeline)
 
     def server_id(self, gocd: GoCDServer) -> str:
         if self._server_id is None:
@@ -61,7 +77,7 @@ class Backend:
                 return pool
         identity = PodIdentity(server_id=self.server_id(gocd), cluster=key)
         port = self.cluster_factory(profile, identity, self.clock)
-        pool = ClusterPool(port, identity, profile, self.clock)
+        pool = ClusterPool(port, identity, profile, self.clock, self.narrator, self.keys)
         with self._lock:
             existing = self._pools.get(key)
             if existing is not None and self._credentials.get(key) == credentials:
@@ -84,6 +100,7 @@ class Backend:
     def stop(self) -> None:
         for pool in self.pools():
             pool.stop()
+        self.narrator.stop()
 
     def report_cluster_problem(self, profile: ClusterProfile, message: str) -> None:
         self.health.problem(f"cluster:{profile.kubernetes_cluster_url}|{profile.namespace}", message)

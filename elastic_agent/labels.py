@@ -33,3 +33,10 @@ ANN_REGISTERED = PREFIX + "registered"  # "true" once the agent was seen by GoCD
 # Annotations for node autoscalers (a busy pod must not be disrupted).
 ANN_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 ANN_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+# Reuse knobs of the pod's profile, kept on the pod so a ping (which carries no elastic profile) and a
+# restarted backend know them.
+ANN_IDLE_TIMEOUT = PREFIX + "idle-timeout"  # seconds
+ANN_MAX_JOBS = PREFIX + "max-jobs"  # MaxJobsPerPod, absent for no limit
+ANN_MIN_IDLE = PREFIX + "min-idle"  # MinIdlePods of its fingerprint
+ANN_WARM = PREFIX + "warm"  # "true": created ahead of demand for the warm pool

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_agent import PLUGIN_ID, labels
+from elastic_agent.job_spec import JobSpec
 from elastic_agent.messages import JobIdentifier
+from profiles.fingerprint import label_form
 from profiles.pod_template import instantiate
 
 GO_EA_VARIABLES = (
@@ -78,14 +80,14 @@ def build_pod(
     *,
     identity: PodIdentity,
     namespace: str,
-    job: JobIdentifier,
-    environment: str | None,
+    job: JobIdentifier | None,
+    spec: JobSpec,
     auto_register_key: str,
     go_server_url: str,
     now: float,
-    reuse: bool,
 ) -> dict[str, Any]:
-    """One concrete pod from a rendered template, ready for the API server."""
+    """One concrete pod from a rendered template, ready for the API server. `job` is None for a warm
+    pod created ahead of demand."""
     pod = instantiate(copy.deepcopy(dict(template)), secrets.token_hex(5), secrets.token_hex(3))
     metadata = pod.setdefault("metadata", {})
     metadata["namespace"] = namespace
@@ -94,21 +96,27 @@ def build_pod(
         **(metadata.get("labels") or {}),
         labels.LABEL_KIND: labels.KIND_VALUE,
         **identity.selector(),
-        **job_labels(job),
+        labels.LABEL_FINGERPRINT: label_form(spec.fingerprint),
+        **(job_labels(job) if job else {}),
     }
-    metadata["annotations"] = {
-        **(metadata.get("annotations") or {}),
+    annotations = {
         labels.ANN_STATE: "booting",
         labels.ANN_STATE_SINCE: f"{now:.3f}",
-        labels.ANN_CREATED_FOR: job_annotation(job),
         labels.ANN_JOBS_RUN: "0",
-        labels.ANN_ENVIRONMENT: environment or "",
-        labels.ANN_REUSE: "true" if reuse else "false",
+        labels.ANN_ENVIRONMENT: spec.environment or "",
+        labels.ANN_REUSE: "true" if spec.reuse else "false",
+        labels.ANN_FINGERPRINT: spec.fingerprint,
+        **{key: value for key, value in reuse_annotations(spec).items() if value is not None},
     }
+    if job is not None:
+        annotations[labels.ANN_CREATED_FOR] = job_annotation(job)
+    else:
+        annotations[labels.ANN_WARM] = "true"
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
     variables = {
         "GO_EA_SERVER_URL": go_server_url,
         "GO_EA_AUTO_REGISTER_KEY": auto_register_key,
-        "GO_EA_AUTO_REGISTER_ENVIRONMENT": environment or "",
+        "GO_EA_AUTO_REGISTER_ENVIRONMENT": spec.environment or "",
         "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID": name,
         "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID": identity.plugin_id,
     }
@@ -118,3 +126,12 @@ def build_pod(
         kept = [item for item in container.get("env") or [] if item.get("name") not in variables]
         container["env"] = kept + [{"name": key, "value": value} for key, value in variables.items()]
     return pod
+
+
+def reuse_annotations(spec: JobSpec) -> dict[str, str | None]:
+    """The reuse knobs of the pod's profile, refreshed at every job-completion."""
+    return {
+        labels.ANN_IDLE_TIMEOUT: f"{spec.idle_timeout:g}",
+        labels.ANN_MAX_JOBS: str(spec.max_jobs_per_pod) if spec.max_jobs_per_pod else None,
+        labels.ANN_MIN_IDLE: str(spec.min_idle_pods),
+    }

@@ -26,10 +26,16 @@ class PodRecord:
     created_at: float
     created_for_job_id: int | None
     current_job_id: int | None
+    last_job_id: int | None
     jobs_run: int
     registered: bool
     environment: str | None
     reuse: bool
+    fingerprint: str | None
+    idle_timeout: float | None
+    max_jobs: int | None
+    min_idle: int
+    warm: bool
     phase: str
     reason: str | None
     deleting: bool
@@ -48,6 +54,8 @@ class PodRecord:
             state = PodState(annotations.get(labels.ANN_STATE, "booting"))
         except ValueError:
             state = PodState.BOOTING
+        max_jobs = annotations.get(labels.ANN_MAX_JOBS)
+        idle_timeout = annotations.get(labels.ANN_IDLE_TIMEOUT)
         return cls(
             name=pod.name,
             state=state,
@@ -55,10 +63,16 @@ class PodRecord:
             created_at=pod.created_at,
             created_for_job_id=_job_id(annotations.get(labels.ANN_CREATED_FOR)),
             current_job_id=_job_id(annotations.get(labels.ANN_CURRENT_JOB)),
+            last_job_id=_job_id(annotations.get(labels.ANN_LAST_JOB)),
             jobs_run=int(_number(annotations.get(labels.ANN_JOBS_RUN), 0)),
             registered=annotations.get(labels.ANN_REGISTERED) == "true",
             environment=annotations.get(labels.ANN_ENVIRONMENT) or None,
             reuse=annotations.get(labels.ANN_REUSE) == "true",
+            fingerprint=annotations.get(labels.ANN_FINGERPRINT),
+            idle_timeout=_number(idle_timeout, 0) if idle_timeout else None,
+            max_jobs=int(_number(max_jobs, 0)) or None if max_jobs else None,
+            min_idle=int(_number(annotations.get(labels.ANN_MIN_IDLE), 0)),
+            warm=annotations.get(labels.ANN_WARM) == "true",
             phase=pod.phase,
             reason=pod.reason,
             deleting=pod.deleting,
@@ -67,12 +81,15 @@ class PodRecord:
 
     @property
     def failed(self) -> bool:
-        return self.phase == "Failed" or self.reason == "Evicted"
+        return self.phase in ("Failed", "Succeeded") or self.reason == "Evicted"
 
     @property
     def pending_registration(self) -> bool:
         """Counts against pending_pods_count: created, alive, agent not registered yet."""
-        return not self.registered and self.state == PodState.BOOTING and not self.deleting
+        return not self.registered and self.state == PodState.BOOTING and not self.deleting and not self.failed
+
+    def can_take_more_jobs(self) -> bool:
+        return self.max_jobs is None or self.jobs_run < self.max_jobs
 
 
 def _number(text: str | None, default: float) -> float:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from elastic_agent.gocd import Agent, GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
 from elastic_agent.messages import ServerPingRequest
+from elastic_agent.reaper import reconcile
 from executors.base import RequestContext, Response
 from profiles.cluster import ClusterProfile
 from profiles.errors import ProfileError
@@ -35,7 +36,7 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
             pool = backend.pool(cluster, gocd)
             if pool.port.last_error is not None:
                 raise pool.port.last_error
-            for line in pool.reconcile(agents, gocd):
+            for line in reconcile(pool, agents, gocd):
                 log.info("%s", line)
             backend.report_cluster_ok(cluster)
         except ClusterError as error:

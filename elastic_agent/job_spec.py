@@ -1,0 +1,87 @@
+"""What a job needs from a pod, derived from the properties GoCD sends with every request.
+
+Requests carry profile properties, not profile ids, so each request is turned into a JobSpec: the
+rendered pod template, its reuse fingerprint and the reuse knobs. Rendering can mean parsing YAML or a
+remote file, and should-assign-work must answer in well under a millisecond, so specs are cached by the
+exact properties for a short time (remote templates may change behind the same URL).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from elastic_agent.clock import Clock
+from profiles.cluster import ClusterProfile
+from profiles.elastic import ElasticProfile
+from profiles.fingerprint import FingerprintInputs, fingerprint
+from profiles.pod_template import render_pod_template
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    fingerprint: str
+    template: Mapping[str, Any]
+    reuse: bool
+    max_jobs_per_pod: int | None
+    idle_timeout: float  # the profile's IdleTimeout, else the cluster's idle_timeout
+    min_idle_pods: int
+    environment: str | None
+    pipeline_scope: str | None  # the pipeline, when ReuseScope=pipeline
+
+
+class JobSpecs:
+    TTL_S = 300.0
+    MAX_ENTRIES = 512
+
+    def __init__(self, clock: Clock, fetch_remote: Callable[[str], str]) -> None:
+        self._clock = clock
+        self._fetch = fetch_remote
+        self._cache: OrderedDict[str, tuple[float, JobSpec]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def spec(
+        self,
+        elastic_properties: Mapping[str, str],
+        cluster: ClusterProfile,
+        environment: str | None,
+        pipeline: str,
+    ) -> JobSpec:
+        key = json.dumps(
+            [elastic_properties, cluster.cluster_key, cluster.go_server_url, cluster.idle_timeout, environment,
+             pipeline],
+            sort_keys=True,
+        )
+        now = self._clock.now()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and now - hit[0] < self.TTL_S:
+                self._cache.move_to_end(key)
+                return hit[1]
+        spec = self._build(ElasticProfile.from_properties(elastic_properties), cluster, environment, pipeline)
+        with self._lock:
+            self._cache[key] = (now, spec)
+            while len(self._cache) > self.MAX_ENTRIES:
+                self._cache.popitem(last=False)
+        return spec
+
+    def _build(
+        self, elastic: ElasticProfile, cluster: ClusterProfile, environment: str | None, pipeline: str
+    ) -> JobSpec:
+        template = render_pod_template(elastic, self._fetch)
+        scope = pipeline if elastic.reuse_scope == "pipeline" else None
+        inputs = FingerprintInputs(template, cluster.cluster_key, cluster.go_server_url, environment, scope)
+        return JobSpec(
+            fingerprint=fingerprint(inputs),
+            template=template,
+            reuse=elastic.reuse,
+            max_jobs_per_pod=elastic.max_jobs_per_pod,
+            idle_timeout=elastic.idle_timeout if elastic.idle_timeout is not None else cluster.idle_timeout,
+            min_idle_pods=elastic.min_idle_pods if elastic.reuse else 0,
+            environment=environment,
+            pipeline_scope=scope,
+        )
