@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from elastic_agent.clock import Clock
 from elastic_agent.gocd import GoCDError, GoCDServer, GoCDServers
 from elastic_agent.health import HealthReporter
-from elastic_agent.kube.port import ClusterPort
-from elastic_agent.pods import PodIdentity, cluster_label
 from elastic_agent.job_spec import JobSpec, JobSpecs
+from elastic_agent.kube.port import ClusterPort
 from elastic_agent.narrator import Narrator
+from elastic_agent.pods import PodIdentity, cluster_label
 from elastic_agent.pool import ClusterPool
 from elastic_agent.registration_keys import RegistrationKeys
 from elastic_agent.remote_file import RemoteFileFetcher
@@ -51,7 +51,9 @@ class Backend:
         if self.job_specs is None:
             self.job_specs = JobSpecs(self.clock, self.remote_files.fetch)
 
-    def spec(self, elastic: Mapping[str, str], cluster: ClusterProfile, environment: str | None, pipeline: str) -> JobSpec:
+    def spec(
+        self, elastic: Mapping[str, str], cluster: ClusterProfile, environment: str | None, pipeline: str
+    ) -> JobSpec:
         assert self.job_specs is not None
         return self.job_specs.spec(elastic, cluster, environment, pipeline)
 

@@ -52,8 +52,14 @@ class JobSpecs:
         pipeline: str,
     ) -> JobSpec:
         key = json.dumps(
-            [elastic_properties, cluster.cluster_key, cluster.go_server_url, cluster.idle_timeout, environment,
-             pipeline],
+            [
+                elastic_properties,
+                cluster.cluster_key,
+                cluster.go_server_url,
+                cluster.idle_timeout,
+                environment,
+                pipeline,
+            ],
             sort_keys=True,
         )
         now = self._clock.now()

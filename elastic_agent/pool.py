@@ -133,7 +133,10 @@ class ClusterPool:
     # ----- state changes, written to memory now and to the pod soon --------------------------------
 
     def change(
-        self, name: str, annotations: Mapping[str, str | None], pod_labels: Mapping[str, str | None] | None = None
+        self,
+        name: str,
+        annotations: Mapping[str, str | None],
+        pod_labels: Mapping[str, str | None] | None = None,
     ) -> None:
         with self.lock:
             self._annotations.setdefault(name, {}).update(annotations)
@@ -186,9 +189,7 @@ class ClusterPool:
 
     # ----- create-agent ---------------------------------------------------------------------------
 
-    def create_agent(
-        self, job: JobIdentifier, spec: JobSpec, key: str, gocd: GoCDServer
-    ) -> CreateOutcome:
+    def create_agent(self, job: JobIdentifier, spec: JobSpec, key: str, gocd: GoCDServer) -> CreateOutcome:
         now = self.clock.now()
         with self.lock:
             self._expire_waiting(now)
@@ -210,14 +211,16 @@ class ClusterPool:
             self._creating[job.job_id] = spec.fingerprint
             waiting, booting = self._demand(spec.fingerprint, records)
         if victims:
-            self.retire(victims, f"making room under max_pods ({self.settings.max_pods}) for waiting jobs", gocd)
+            self.retire(
+                victims, f"making room under max_pods ({self.settings.max_pods}) for waiting jobs", gocd
+            )
         try:
             pod = self._create(job, spec, key, now)
         finally:
             with self.lock:
                 self._creating.pop(job.job_id, None)
         if spec.reuse:
-            reason = f"{waiting} job{'s' if waiting != 1 else ''} waiting, {booting} pod{'s' if booting != 1 else ''} booting"
+            reason = f"{_count(waiting, 'job')} waiting, {_count(booting, 'pod')} booting"
             return CreateOutcome(pod, f"created pod {pod}: {reason}")
         return CreateOutcome(pod, f"created pod {pod} in namespace {self.settings.namespace} for this job")
 
@@ -242,7 +245,9 @@ class ClusterPool:
         else:
             entry.last_seen = now
         demand, supply = self._demand(spec.fingerprint, records)
-        idle = demand and sum(1 for r in self._matching(spec.fingerprint, records) if r.state == PodState.IDLE)
+        idle = demand and sum(
+            1 for r in self._matching(spec.fingerprint, records) if r.state == PodState.IDLE
+        )
         if demand <= supply:
             self._waiting_unserved(spec, key)
             return CreateOutcome(
@@ -256,13 +261,18 @@ class ClusterPool:
         return [
             r
             for r in records
-            if r.reuse and r.fingerprint == fingerprint and r.can_take_more_jobs() and fingerprint not in self.superseded
+            if r.reuse
+            and r.fingerprint == fingerprint
+            and r.can_take_more_jobs()
+            and fingerprint not in self.superseded
         ]
 
     def _demand(self, fingerprint: str, records: list[PodRecord]) -> tuple[int, int]:
         """(waiting jobs, pods that will be able to take one: booting, idle, being created)."""
         waiting = len(self._waiting.get(fingerprint, {}))
-        ready = sum(1 for r in self._matching(fingerprint, records) if r.state in (PodState.BOOTING, PodState.IDLE))
+        ready = sum(
+            1 for r in self._matching(fingerprint, records) if r.state in (PodState.BOOTING, PodState.IDLE)
+        )
         creating = sum(1 for fp in self._creating.values() if fp == fingerprint)
         return waiting, ready + creating
 
@@ -273,9 +283,10 @@ class ClusterPool:
                 f"waiting: {pending} pods have not registered yet, the limit (pending_pods_count) is "
                 f"{self.settings.pending_pods_count}; GoCD will ask again"
             )
-        if self.settings.max_pods and len(records) + len(self._creating) - freed >= self.settings.max_pods:
+        cap = self.settings.max_pods
+        if cap and len(records) + len(self._creating) - freed >= cap:
             return (
-                f"waiting: the cluster profile allows {self.settings.max_pods} pods (max_pods) and all are in "
+                f"waiting: the cluster profile allows {cap} pods (max_pods) and all are in "
                 "use; GoCD will ask again"
             )
         return None
@@ -499,6 +510,10 @@ class ClusterPool:
     def assigned_at(self, name: str, default: float) -> float:
         with self.lock:
             return self._assigned_at.get(name, default)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _duration(seconds: float) -> str:

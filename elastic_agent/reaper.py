@@ -49,12 +49,14 @@ def _repair(pool: ClusterPool, record: PodRecord, agent: Agent | None, now: floa
     if agent is None or record.state == PodState.RETIRING or record.failed:
         return None
     if agent.building and record.state != PodState.BUSY:
-        pool.change(record.name, {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}"})
+        pool.change(
+            record.name, {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}"}
+        )
         return f"pod {record.name} is building according to GoCD: marked busy"
-    if not agent.building and record.state == PodState.BUSY and record.reuse:
-        if now - pool.assigned_at(record.name, record.state_since) > ASSIGNMENT_GRACE_S:
-            pool.change(record.name, pool.idle_changes(now))
-            return f"pod {record.name} is idle according to GoCD (a job-completion was lost): marked idle"
+    grace_over = now - pool.assigned_at(record.name, record.state_since) > ASSIGNMENT_GRACE_S
+    if not agent.building and record.state == PodState.BUSY and record.reuse and grace_over:
+        pool.change(record.name, pool.idle_changes(now))
+        return f"pod {record.name} is idle according to GoCD (a job-completion was lost): marked idle"
     return None
 
 
@@ -77,7 +79,9 @@ def _reason_to_retire(pool: ClusterPool, record: PodRecord, agent: Agent | None,
     if not record.reuse:
         if record.state == PodState.BUSY:
             if now - pool.assigned_at(record.name, record.state_since) > ASSIGNMENT_GRACE_S:
-                return "its job finished (no job-completion was received) and the profile runs one job per pod"
+                return (
+                    "its job finished (no job-completion was received) and the profile runs one job per pod"
+                )
         elif record.state == PodState.IDLE and now - record.state_since > settings.idle_timeout:
             return f"its job never came to it within {_duration(settings.idle_timeout)} (cancelled?)"
         return None
@@ -99,11 +103,14 @@ def _idle_too_long(pool: ClusterPool, records: list[PodRecord], now: float) -> l
     for group in by_fingerprint.values():
         idle = sorted(group, key=lambda r: r.state_since)
         keep = max(r.min_idle for r in idle)
-        timeout_of = {r.name: r.idle_timeout if r.idle_timeout is not None else pool.settings.idle_timeout for r in idle}
+        timeout_of = {
+            r.name: r.idle_timeout if r.idle_timeout is not None else pool.settings.idle_timeout for r in idle
+        }
         expired = [r for r in idle if now - r.state_since > timeout_of[r.name]]
         removable = max(0, len(idle) - keep)
         for record in expired[:removable]:
-            reason = f"idle {_duration(round(now - record.state_since))} (idle timeout {_duration(timeout_of[record.name])})"
+            idle_for = _duration(round(now - record.state_since))
+            reason = f"idle {idle_for} (idle timeout {_duration(timeout_of[record.name])})"
             if pool.claim_for_retirement(record.name, reason):
                 chosen.append((record.name, reason))
     return chosen

@@ -86,7 +86,9 @@ class PodRecord:
     @property
     def pending_registration(self) -> bool:
         """Counts against pending_pods_count: created, alive, agent not registered yet."""
-        return not self.registered and self.state == PodState.BOOTING and not self.deleting and not self.failed
+        return (
+            not self.registered and self.state == PodState.BOOTING and not self.deleting and not self.failed
+        )
 
     def can_take_more_jobs(self) -> bool:
         return self.max_jobs is None or self.jobs_run < self.max_jobs
