@@ -24,7 +24,10 @@ class Policy:
     elastic_overrides: Mapping[str, str]
 
 
-POLICIES = [Policy("one pod per job", {"Reuse": "false"})]
+POLICIES = [
+    Policy("one pod per job", {"Reuse": "false"}),
+    Policy("reuse", {"Reuse": "true", "IdleTimeout": "2m"}),
+]
 
 
 @dataclass(frozen=True)
