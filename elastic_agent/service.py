@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -71,8 +72,11 @@ class RunningService:
         # waitress has no stop(): its loop ends when its socket map is empty, and the map must be
         # emptied on the loop's own thread (closing from here races its select()).
         server: Any = self._server
-        server.trigger.pull_trigger(lambda: [channel.close() for channel in list(server._map.values())])
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            # OSError: the loop closed its trigger already, it is ending by itself.
+            with contextlib.suppress(OSError):
+                server.trigger.pull_trigger(lambda: [ch.close() for ch in list(server._map.values())])
+            self._thread.join(timeout=5)
         server.task_dispatcher.shutdown()
         self.backend.stop()
 
