@@ -1,0 +1,149 @@
+"""In-process latency of should-assign-work with many pods: the pool's answer alone, no HTTP.
+
+    python -m benchmarks.pool_latency [--pods 5000] [--calls 20000]
+
+GoCD asks should-assign-work inside its server-wide assignment lock, so the pool must answer from memory
+in well under a millisecond whatever the number of pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from elastic_agent import labels
+from elastic_agent.clock import SystemClock
+from elastic_agent.gocd import Agent, ServerInfo
+from elastic_agent.job_spec import JobSpec
+from elastic_agent.kube.port import ClusterError, PodView
+from elastic_agent.messages import JobIdentifier
+from elastic_agent.pods import PodIdentity
+from elastic_agent.pool import ClusterPool
+from profiles.cluster import ClusterProfile
+
+
+class StaticCluster:
+    """A ClusterPort whose pods are given up front; writes succeed and change nothing (in-process
+    benchmark of the decision path only)."""
+
+    namespace = "bench"
+    last_error: ClusterError | None = None
+
+    def __init__(self, pods: list[PodView]) -> None:
+        self._pods = {pod.name: pod for pod in pods}
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def wait_synced(self, timeout: float) -> bool:
+        return True
+
+    def pods(self) -> list[PodView]:
+        return list(self._pods.values())
+
+    def get(self, name: str) -> PodView | None:
+        return self._pods.get(name)
+
+    def create_pod(self, manifest: Mapping[str, Any]) -> PodView:
+        raise ClusterError("not in this benchmark")
+
+    def patch_pod_metadata(self, name: str, **_: Any) -> PodView:
+        return self._pods[name]
+
+    def delete_pod(self, name: str) -> None: ...
+    def pod_events(self, name: str) -> list[dict[str, Any]]:
+        return []
+
+    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+        return ""
+
+    def add_listener(self, listener: Any) -> None: ...
+
+
+class SilentGoCD:
+    def list_agents(self) -> list[Agent]:
+        return []
+
+    def disable_agents(self, agent_ids: Any) -> None: ...
+    def delete_agents(self, agent_ids: Any) -> None: ...
+    def server_info(self) -> ServerInfo:
+        return ServerInfo("bench", None, None)
+
+    def set_health_messages(self, messages: list[dict[str, str]]) -> None: ...
+    def console_log(self, job: dict[str, Any], text: str) -> None: ...
+
+
+def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
+    identity = PodIdentity(server_id="bench", cluster="c0")
+    specs = [
+        JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None, None) for n in range(fingerprints)
+    ]
+    views = []
+    for n in range(pods):
+        spec = specs[n % fingerprints]
+        views.append(
+            PodView(
+                name=f"pod-{n}",
+                namespace="bench",
+                labels={**identity.selector()},
+                annotations={
+                    labels.ANN_STATE: "idle",
+                    labels.ANN_STATE_SINCE: "1700000000.000",
+                    labels.ANN_FINGERPRINT: spec.fingerprint,
+                    labels.ANN_REUSE: "true",
+                    labels.ANN_REGISTERED: "true",
+                    labels.ANN_JOBS_RUN: "3",
+                    labels.ANN_LAST_JOB: '{"job_id": 1}',
+                },
+                phase="Running",
+                resource_version=str(n),
+                created_at=1_700_000_000.0,
+            )
+        )
+    settings = ClusterProfile.from_properties({"go_server_url": "https://ci.example.com/go"})
+    return ClusterPool(StaticCluster(views), identity, settings, SystemClock()), specs
+
+
+def measure(pods: int, calls: int, seed: int = 1) -> dict[str, float]:
+    pool, specs = build(pods, fingerprints=50)
+    gocd = SilentGoCD()
+    rng = random.Random(seed)
+    samples = []
+    trues = 0
+    for call in range(calls):
+        spec = rng.choice(specs)
+        job = JobIdentifier("p", "1", 1, "s", "1", "j", call)
+        agent = f"pod-{rng.randrange(pods)}"
+        started = time.perf_counter()
+        trues += pool.should_assign_work(agent, job, spec, gocd)  # type: ignore[arg-type]
+        samples.append(time.perf_counter() - started)
+    samples.sort()
+    return {
+        "pods": pods,
+        "calls": calls,
+        "true_answers": trues,
+        "p50_ms": samples[len(samples) // 2] * 1000,
+        "p99_ms": samples[int(len(samples) * 0.99)] * 1000,
+        "max_ms": samples[-1] * 1000,
+        "mean_ms": statistics.fmean(samples) * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--calls", type=int, default=20000)
+    args = parser.parse_args()
+    result = measure(args.pods, args.calls)
+    print(
+        f"should-assign-work in process, {result['pods']:.0f} pods, {result['calls']:.0f} calls "
+        f"({result['true_answers']:.0f} true): p50 {result['p50_ms']:.3f} ms, p99 {result['p99_ms']:.3f} ms, "
+        f"max {result['max_ms']:.3f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
