@@ -203,11 +203,16 @@ class ClusterPool:
                 outcome = self._reserve_one_pod_per_job(job, records)
             if outcome is not None:
                 return outcome
-            victims = self._make_room(spec, records)
-            blocked = self._blocked_by_caps(records, freed=len(victims))
-            if blocked:
+            pending = self._pending_limit_reached(records)
+            victims: list[tuple[str, str]] = []
+            if pending is None and self._at_max_pods(records):
+                victims = self._make_room(spec, records)
+                if not victims:
+                    cap = self.settings.max_pods
+                    pending = f"waiting: all {cap} pods allowed by max_pods are in use; GoCD will ask again"
+            if pending is not None:
                 self._waiting_unserved(spec, key)
-                return CreateOutcome(None, blocked)
+                return CreateOutcome(None, pending)
             self._creating[job.job_id] = spec.fingerprint
             waiting, booting = self._demand(spec.fingerprint, records)
         if victims:
@@ -276,25 +281,24 @@ class ClusterPool:
         creating = sum(1 for fp in self._creating.values() if fp == fingerprint)
         return waiting, ready + creating
 
-    def _blocked_by_caps(self, records: list[PodRecord], freed: int = 0) -> str | None:
+    def _pending_limit_reached(self, records: list[PodRecord]) -> str | None:
         pending = sum(1 for r in records if r.pending_registration) + len(self._creating)
         if pending >= self.settings.pending_pods_count:
             return (
                 f"waiting: {pending} pods have not registered yet, the limit (pending_pods_count) is "
                 f"{self.settings.pending_pods_count}; GoCD will ask again"
             )
-        cap = self.settings.max_pods
-        if cap and len(records) + len(self._creating) - freed >= cap:
-            return (
-                f"waiting: the cluster profile allows {cap} pods (max_pods) and all are in "
-                "use; GoCD will ask again"
-            )
         return None
+
+    def _at_max_pods(self, records: list[PodRecord]) -> bool:
+        cap = self.settings.max_pods
+        return bool(cap) and len(records) + len(self._creating) >= (cap or 0)
+
+    def _blocked_by_caps(self, records: list[PodRecord]) -> bool:
+        return self._pending_limit_reached(records) is not None or self._at_max_pods(records)
 
     def _make_room(self, spec: JobSpec, records: list[PodRecord]) -> list[tuple[str, str]]:
         """At max_pods, an idle pod of another fingerprint gives way, so a cap never starves a profile."""
-        if not self.settings.max_pods or len(records) + len(self._creating) < self.settings.max_pods:
-            return []
         others = [r for r in records if r.state == PodState.IDLE and r.fingerprint != spec.fingerprint]
         if not others:
             return []
@@ -459,7 +463,8 @@ class ClusterPool:
                     self._deleted.add(name)
                 deleted.append(name)
                 self.narrator.decision(f"retired pod {name}: {reasons.get(name, why)}")
-            gocd.delete_agents(deleted)
+            # GoCD deletes only agents that are not building; the agent of a failed pod goes at a later ping.
+            gocd.delete_agents([name for name in deleted if name not in building])
         except (GoCDError, ClusterError) as error:
             log.warning("retiring %s must wait for the next ping: %s", ", ".join(names), error)
         finally:
