@@ -21,6 +21,7 @@ from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import ClusterPool
 from elastic_agent.records import PodRecord, PodState
+from profiles.fingerprint import label_form
 
 _templates = Environment(
     loader=PackageLoader("elastic_agent", "templates"),
@@ -134,6 +135,7 @@ class PodRow:
     reuse: bool = False
     created: str = ""
     state_since: str = ""
+    profile: str = ""  # short reuse fingerprint: pods with the same one are interchangeable
 
 
 def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
@@ -182,6 +184,7 @@ def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
         reuse=record.reuse,
         created=_timestamp(record.created_at),
         state_since=_timestamp(record.state_since),
+        profile=label_form(record.fingerprint)[3:11] if record.reuse and record.fingerprint else "",
     )
 
 
@@ -230,6 +233,7 @@ class ClusterSummary:
     rows: list[PodRow]
     counts: dict[str, int]
     settings: list[Setting] = field(default_factory=list)
+    waiting: int = 0  # jobs known to wait for a pod of a reuse-enabled profile
 
     @property
     def total(self) -> int:
@@ -249,6 +253,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
         rows=rows,
         counts=counts,
         settings=_settings(pool),
+        waiting=sum(pool.waiting_jobs().values()),
     )
 
 

@@ -252,7 +252,7 @@ def text_of(view: str) -> str:
     return re.sub(r" ([.,:;)])", r"\1", text)
 
 
-COLUMNS = ["Pod", "State", "For", "Age", "Phase", "Node", "Jobs run", "Job", "Environment", "Note"]
+COLUMNS = ["Pod", "State", "For", "Age", "Phase", "Node", "Reuse", "Jobs run", "Job", "Environment", "Note"]
 
 
 def row_of(view: str, pod: str) -> dict[str, str]:
@@ -277,6 +277,7 @@ def test_pods_table_lists_every_pod_with_its_state_phase_and_job(
         assert row["Job"] == f"running {job_label(job)}"  # the job it runs, not any other
         assert row["Node"] == scene.node_of[pod] != ""
         assert row["Jobs run"] == "0"
+        assert row["Reuse"] == "one job", "these profiles run one job per pod"
     [push_pod] = [pod for pod, job in scene.busy.items() if job.job_name == "push"]
     assert row_of(view, push_pod)["Environment"] == "production"
 
