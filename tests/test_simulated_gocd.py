@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -391,6 +392,51 @@ def test_a_busy_workload_keeps_every_invariant(gocd: SimulatedGoCD, plugin: Scri
     assert gocd.invariant_violations() == []
     assert len(plugin.bodies("job-completion")) == 30
     assert max(gocd.wait_times().values()) <= 10
+
+
+def test_an_idle_agent_polls_every_4_to_6_s_while_a_job_of_its_environment_waits(
+    clock: ManualClock, gocd: SimulatedGoCD, plugin: ScriptedPlugin
+) -> None:
+    job = schedule(gocd, "unit")
+    asked_at: list[float] = []
+    plugin.on_request = lambda name, body: (
+        asked_at.append(clock.now()) if name == "should-assign-work" else None
+    )
+    gocd.advance_to(START + 5)
+    gocd.agent_started("pod-1", agent_env(key_for(plugin, job.job_id), "pod-1"))
+    gocd.advance_to(START + 305)
+
+    assert asked_at[0] == START + 5, "a new agent asks for work at once"
+    gaps = [later - earlier for earlier, later in pairwise(asked_at)]
+    assert len(gaps) >= 50 and all(4.0 <= gap <= 6.0 for gap in gaps)
+    assert len(set(gaps)) > 10, "gaps are jittered"
+
+
+def run_busy_workload(seed: int) -> list[tuple[str, dict[str, Any]]]:
+    clock, plugin = ManualClock(START), ScriptedPlugin()
+    gocd = SimulatedGoCD(clock, plugin, GoCDConfig(seed=seed))
+    plugin.assign = lambda body: (
+        body["job_identifier"]["job_id"] % 2 == 0 or body["agent"]["agent_id"] != "pod-1"
+    )
+
+    def start_pod(name: str, body: dict[str, Any]) -> None:
+        if name == "create-agent" and len(gocd.agents()) < 3:
+            pod = f"pod-{len(gocd.agents()) + 1}"
+            gocd.agent_started(pod, agent_env(body["auto_register_key"], pod))
+
+    plugin.on_request = start_pod
+    for n in range(12):
+        schedule(gocd, f"job-{n}", duration_s=30 + 7 * n)
+        gocd.advance_to(START + 11 * n)
+    gocd.advance_to(START + 900)
+    assert all(job.state is JobState.COMPLETED for job in gocd.jobs())
+    return plugin.requests
+
+
+def test_the_same_seed_gives_the_same_run() -> None:
+    first, again, other_seed = run_busy_workload(7), run_busy_workload(7), run_busy_workload(8)
+    assert first == again
+    assert first != other_seed
 
 
 # ---- over real HTTP ------------------------------------------------------------------------------

@@ -13,239 +13,59 @@ for real or scaled time. Plugin calls never happen under the state lock, because
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
+import math
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from elastic_agent import PLUGIN_ID
 from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
+from elastic_agent.simulation.gocd_records import (  # re-exported: callers import them from here
+    ENV_AGENT_ID,
+    ENV_ENVIRONMENT,
+    ENV_KEY,
+    ENV_PLUGIN_ID,
+    ENV_SERVER_URL,
+    Agent,
+    AgentState,
+    Assignment,
+    BuildState,
+    ConfigState,
+    GoCDConfig,
+    GoCDStats,
+    HealthMessage,
+    Job,
+    JobState,
+    PluginFailure,
+    RegistrationAttempt,
+    RegistrationKey,
+)
 from elastic_agent.simulation.gocd_transport import PluginTransport
 
 REQUEST_PREFIX = "cd.go.elastic-agent."
 # Float time sums (origin + n * interval) can land a hair before the instant they were aimed at.
 _EPSILON_S = 1e-6
-
-ENV_SERVER_URL = "GO_EA_SERVER_URL"
-ENV_KEY = "GO_EA_AUTO_REGISTER_KEY"
-ENV_ENVIRONMENT = "GO_EA_AUTO_REGISTER_ENVIRONMENT"
-ENV_AGENT_ID = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
-ENV_PLUGIN_ID = "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID"
+_Id = TypeVar("_Id", str, int)
+_MASK64 = (1 << 64) - 1
 
 
-class JobState(StrEnum):
-    SCHEDULED = "Scheduled"
-    BUILDING = "Building"
-    COMPLETED = "Completed"
-    CANCELLED = "Cancelled"  # cancelled while waiting; a cancelled build completes with result Cancelled
-    RESCHEDULED = "Rescheduled"
+
+def _mix64(value: int) -> int:
+    """SplitMix64's finaliser: a cheap, well-spread hash of an integer (poll jitter is computed per
+    poll, hundreds of thousands of times in a virtual-time run)."""
+    value = (value + 0x9E3779B97F4A7C15) & _MASK64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return value ^ (value >> 31)
 
 
-class AgentState(StrEnum):
-    IDLE = "Idle"
-    BUILDING = "Building"
-    LOST_CONTACT = "LostContact"
-    MISSING = "Missing"
-
-
-class BuildState(StrEnum):
-    IDLE = "Idle"
-    BUILDING = "Building"
-    CANCELLED = "Cancelled"
-    UNKNOWN = "Unknown"
-
-
-class ConfigState(StrEnum):
-    ENABLED = "Enabled"
-    DISABLED = "Disabled"
-
-
-@dataclass
-class Job:
-    job_id: int
-    pipeline: str
-    pipeline_counter: int
-    stage: str
-    stage_counter: str
-    job_name: str
-    elastic_profile_properties: dict[str, str]
-    cluster_profile_properties: dict[str, str]
-    environment: str | None
-    duration_s: float
-    scheduled_at: float
-    state: JobState = JobState.SCHEDULED
-    result: str | None = None  # Passed or Cancelled once completed
-    agent_id: str | None = None
-    assigned_at: float | None = None
-    ends_at: float | None = None
-    completed_at: float | None = None
-    create_agent_sent_at: float | None = None  # the latest send
-    create_agent_sends: int = 0
-    rescheduled_as: int | None = None
-    console: list[str] = field(default_factory=list)
-
-    @property
-    def console_text(self) -> str:
-        return "".join(self.console)
-
-    @property
-    def wait_s(self) -> float | None:
-        return None if self.assigned_at is None else self.assigned_at - self.scheduled_at
-
-    def identifier(self) -> dict[str, Any]:
-        """The `job_identifier` object of §2: pipeline_counter and job_id numbers, stage_counter a string."""
-        return {
-            "pipeline_name": self.pipeline,
-            "pipeline_label": str(self.pipeline_counter),
-            "pipeline_counter": self.pipeline_counter,
-            "stage_name": self.stage,
-            "stage_counter": self.stage_counter,
-            "job_name": self.job_name,
-            "job_id": self.job_id,
-        }
-
-    def profiles(self) -> tuple[dict[str, str], dict[str, str]]:
-        return self.elastic_profile_properties, self.cluster_profile_properties
-
-    def console_key(self) -> tuple[str, str, str, str, str]:
-        return self.pipeline, str(self.pipeline_counter), self.stage, self.stage_counter, self.job_name
-
-    def rerun(self, job_id: int, now: float) -> Job:
-        """A new run of the same job (GoCD's reschedule): same identifier, new job id, waiting again."""
-        name = (self.pipeline, self.pipeline_counter, self.stage, self.stage_counter, self.job_name)
-        return Job(job_id, *name, *self.profiles(), self.environment, self.duration_s, now)
-
-
-@dataclass
-class Agent:
-    agent_id: str  # the elastic agent id: GoCD's handle for the plugin
-    pod_name: str
-    plugin_id: str
-    environments: frozenset[str]
-    registered_at: float
-    agent_state: AgentState = AgentState.IDLE
-    build_state: BuildState = BuildState.IDLE
-    config_state: ConfigState = ConfigState.ENABLED
-    running_job_id: int | None = None
-    process_alive: bool = True
-    lost_contact_at: float | None = None  # when GoCD notices (or noticed) the silence
-    next_poll_at: float = 0.0
-    jobs_run: int = 0
-
-    @property
-    def can_poll(self) -> bool:
-        return (
-            self.process_alive
-            and self.agent_state is AgentState.IDLE
-            and self.config_state is ConfigState.ENABLED
-        )
-
-    @property
-    def lost_contact_pending(self) -> bool:
-        unheard = self.agent_state in (AgentState.LOST_CONTACT, AgentState.MISSING)
-        return not self.process_alive and not unheard
-
-    def takes(self, environment: str | None) -> bool:
-        """GoCD offers a job only to agents of its environment; agents of none take jobs of none."""
-        return environment in self.environments if environment is not None else not self.environments
-
-    def status(self) -> dict[str, str]:
-        return {
-            "agent_id": self.agent_id,
-            "agent_state": self.agent_state.value,
-            "build_state": self.build_state.value,
-            "config_state": self.config_state.value,
-        }
-
-
-@dataclass
-class RegistrationKey:
-    key: str
-    job_id: int
-    issued_at: float
-    expires_at: float
-    used_by: str | None = None
-    used_at: float | None = None
-
-
-@dataclass(frozen=True)
-class RegistrationAttempt:
-    at: float
-    pod_name: str
-    agent_id: str
-    key: str
-    environments: frozenset[str]
-    status: int  # 200 registered, 422 refused
-    reason: str | None
-
-
-@dataclass
-class Assignment:
-    job_id: int
-    agent_id: str
-    assigned_at: float
-    finished_at: float | None = None
-
-
-@dataclass(frozen=True)
-class PluginFailure:
-    at: float
-    request_name: str
-    status: int
-    answer_excerpt: str
-
-
-@dataclass(frozen=True)
-class HealthMessage:
-    type: str  # warning or error
-    message: str
-
-
-@dataclass
-class GoCDConfig:
-    scheduler_interval_s: float = 5.0
-    job_starvation_timeout_s: float = 120.0
-    key_ttl_s: float = 30 * 60.0
-    poll_interval_s: float = 5.0
-    poll_jitter: float = 0.2  # each poll gap is poll_interval_s times 1 +/- this
-    ping_interval_s: float = 60.0
-    lost_contact_after_s: float = 300.0
-    immediate_lost_contact: bool = False
-    cluster_profiles: list[dict[str, str]] | None = None  # None: every cluster profile jobs used
-    seed: int = 0
-    first_job_id: int = 1
-    plugin_id: str = PLUGIN_ID
-    server_id: str = "simulated-gocd-server"
-    site_url: str = "http://gocd.example.test:8153/go"
-    secure_site_url: str = "https://gocd.example.test:8154/go"
-    runner_tick_s: float = 0.05
-    record_latencies: bool = True
-
-
-@dataclass
-class GoCDStats:
-    create_agent_sent: int = 0  # including re-sends
-    create_agent_resends: int = 0
-    should_assign_asked: int = 0
-    assignments: int = 0
-    job_completions_sent: int = 0
-    pings_sent: int = 0
-    registrations_accepted: int = 0
-    registrations_refused: int = 0
-    jobs_rescheduled: int = 0
-    delete_refused_enabled: int = 0
-    deleted_with_live_process: int = 0
-    should_assign_latencies_s: list[float] = field(default_factory=list)
-    protocol_errors: list[str] = field(default_factory=list)
-    non_200_answers: list[PluginFailure] = field(default_factory=list)
-    deleted_while_building: list[str] = field(default_factory=list)
-    assignment_races: list[str] = field(default_factory=list)
-    invariant_violations: list[str] = field(default_factory=list)
+def _is_due(at: float, now: float) -> bool:
+    return at <= now + _EPSILON_S
 
 
 @runtime_checkable
@@ -271,13 +91,20 @@ class SimulatedGoCD:
         # Latency of the plugin is real elapsed time even when the model runs in virtual time.
         self._stopwatch = stopwatch
         self._key_rng = random.Random(self.config.seed)
-        self._poll_rng = random.Random(self.config.seed + 1)
         self._state_lock = threading.RLock()
         # GoCD assigns work under one server-wide lock: a slow should-assign-work delays every agent.
         self._assignment_lock = threading.Lock()
         self._step_lock = threading.Lock()
         self._jobs: dict[int, Job] = {}
-        self._waiting: dict[int, Job] = {}  # insertion order is scheduling order
+        # Job ids grow with scheduling, so insertion order is scheduling order in both.
+        self._waiting: dict[int, Job] = {}
+        self._waiting_by_env: dict[str | None, dict[int, Job]] = {}
+        self._dormant_by_env: dict[str | None, set[str]] = {}
+        # Timed events as heaps of (time, id); an entry is stale once its subject changed, and is then
+        # skipped. Keeps each step proportional to what is due, not to the number of agents or jobs.
+        self._poll_queue: list[tuple[float, str]] = []
+        self._completion_queue: list[tuple[float, int]] = []
+        self._silence_queue: list[tuple[float, str]] = []
         self._running: dict[int, Job] = {}
         self._job_by_identifier: dict[tuple[str, str, str, str, str], int] = {}
         self._pipeline_counters: dict[str, int] = {}
@@ -345,11 +172,12 @@ class SimulatedGoCD:
                 return False
             if job.state is JobState.SCHEDULED:
                 job.state = JobState.CANCELLED
-                del self._waiting[job_id]
+                self._unwait(job)
                 return True
             if job.state is JobState.BUILDING:
                 job.result = "Cancelled"
                 job.ends_at = self._clock.now()
+                heapq.heappush(self._completion_queue, (job.ends_at, job.job_id))
                 agent = self._agents.get(job.agent_id or "")
                 if agent is not None:  # a cancelling agent still shows Building
                     agent.build_state = BuildState.CANCELLED
@@ -360,7 +188,19 @@ class SimulatedGoCD:
         self._next_job_id = job.job_id + 1
         self._jobs[job.job_id] = job
         self._waiting[job.job_id] = job
+        self._waiting_by_env.setdefault(job.environment, {})[job.job_id] = job
         self._job_by_identifier[job.console_key()] = job.job_id
+        now = self._clock.now()
+        for agent_id in self._dormant_by_env.pop(job.environment, set()):
+            agent = self._agents.get(agent_id)
+            if agent is not None and agent.dormant:
+                for environment in agent.environments:
+                    self._dormant_by_env.get(environment, set()).discard(agent_id)
+                self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
+
+    def _unwait(self, job: Job) -> None:
+        del self._waiting[job.job_id]
+        del self._waiting_by_env[job.environment][job.job_id]
 
     # ---- agents (the AgentHost protocol of the simulated kubelet) --------------------------------
 
@@ -381,10 +221,12 @@ class SimulatedGoCD:
             self.stats.registrations_accepted += 1
             registration_key = self._keys[key]
             registration_key.used_by, registration_key.used_at = agent_id, now
-            # The agent asks for work as soon as it is registered.
-            agent = Agent(agent_id, pod_name, env[ENV_PLUGIN_ID], environments, now, next_poll_at=now)
+            digest = hashlib.blake2b(f"{self.config.seed}/{agent_id}".encode(), digest_size=8).digest()
+            poll_seed = int.from_bytes(digest, "big")
+            agent = Agent(agent_id, pod_name, env[ENV_PLUGIN_ID], environments, now, poll_seed=poll_seed)
             self._agents[agent_id] = agent
             self._agent_by_pod[pod_name] = agent_id
+            self._queue_poll(agent, now)  # an agent asks for work as soon as it is registered
 
     def _registration_refusal(
         self, agent_id: str, plugin_id: str, env: Mapping[str, str], key: str, now: float
@@ -419,6 +261,8 @@ class SimulatedGoCD:
             agent.lost_contact_at = now + delay
             if delay == 0.0:
                 self._lose_contact(agent, now)
+            else:
+                heapq.heappush(self._silence_queue, (agent.lost_contact_at, agent.agent_id))
 
     def restart_server(self) -> None:
         """A server restart: agents whose process is gone become Missing (never heard from since)."""
@@ -459,11 +303,13 @@ class SimulatedGoCD:
     def next_due_at(self) -> float:
         """The earliest clock time at which `step()` has something to do."""
         with self._state_lock:
-            times = [self._next_scheduler_at, self._next_ping_at]
-            times += [a.next_poll_at for a in self._agents.values() if a.can_poll]
-            times += [a.lost_contact_at or 0.0 for a in self._agents.values() if a.lost_contact_pending]
-            times += [j.ends_at or 0.0 for j in self._running.values() if self._completes(j)]
-            return min(times)
+            return min(
+                self._next_scheduler_at,
+                self._next_ping_at,
+                self._first_current(self._poll_queue, self._poll_is_current),
+                self._first_current(self._completion_queue, self._completion_is_current),
+                self._first_current(self._silence_queue, self._silence_is_current),
+            )
 
     def advance_to(self, target: float) -> None:
         """Virtual time: move an advanceable clock (ManualClock) event by event up to `target`."""
@@ -502,27 +348,54 @@ class SimulatedGoCD:
             until_due = self.next_due_at() - self._clock.now()
             self._clock.sleep(max(0.0, min(self.config.runner_tick_s, until_due)))
 
-    def _due(self, at: float | None) -> bool:
-        return at is not None and at <= self._clock.now() + _EPSILON_S
-
     def _completes(self, job: Job) -> bool:
         # A job whose agent process died never completes: it waits for LostContact and a reschedule.
         agent = self._agents.get(job.agent_id or "")
         return job.ends_at is not None and agent is not None and agent.process_alive
 
+    def _poll_is_current(self, at: float, agent_id: str) -> bool:
+        agent = self._agents.get(agent_id)
+        return agent is not None and agent.can_poll and not agent.dormant and agent.next_poll_at == at
+
+    def _completion_is_current(self, at: float, job_id: int) -> bool:
+        job = self._running.get(job_id)
+        return job is not None and job.ends_at == at and self._completes(job)
+
+    def _silence_is_current(self, at: float, agent_id: str) -> bool:
+        agent = self._agents.get(agent_id)
+        return agent is not None and agent.lost_contact_pending and agent.lost_contact_at == at
+
+    @staticmethod
+    def _first_current(queue: list[tuple[float, _Id]], is_current: Callable[[float, _Id], bool]) -> float:
+        while queue and not is_current(*queue[0]):
+            heapq.heappop(queue)
+        return queue[0][0] if queue else math.inf
+
+    @staticmethod
+    def _pop_due(
+        queue: list[tuple[float, _Id]], is_current: Callable[[float, _Id], bool], now: float
+    ) -> list[_Id]:
+        """Remove and return, in (time, id) order, the ids of the current entries due at `now`."""
+        due: list[_Id] = []
+        while queue and _is_due(queue[0][0], now):
+            at, subject = heapq.heappop(queue)
+            if is_current(at, subject):
+                due.append(subject)
+        return due
+
     def _update_liveness(self) -> None:
         with self._state_lock:
-            for agent in self._agents.values():
-                if agent.lost_contact_pending and self._due(agent.lost_contact_at):
-                    self._lose_contact(agent, self._clock.now())
+            now = self._clock.now()
+            for agent_id in self._pop_due(self._silence_queue, self._silence_is_current, now):
+                self._lose_contact(self._agents[agent_id], now)
 
     def _run_scheduler(self) -> None:
         sends: list[dict[str, Any]] = []
         with self._state_lock:
-            if not self._due(self._next_scheduler_at):
-                return
             now = self._clock.now()
-            while self._due(self._next_scheduler_at):
+            if not _is_due(self._next_scheduler_at, now):
+                return
+            while _is_due(self._next_scheduler_at, now):
                 self._next_scheduler_at += self.config.scheduler_interval_s
             for job in self._waiting.values():
                 last = job.create_agent_sent_at
@@ -544,9 +417,8 @@ class SimulatedGoCD:
 
     def _run_polls(self) -> None:
         with self._state_lock:
-            pollers = [a for a in self._agents.values() if a.can_poll and self._due(a.next_poll_at)]
-            due = sorted((a.next_poll_at, a.agent_id) for a in pollers)
-        for _, agent_id in due:
+            due = self._pop_due(self._poll_queue, self._poll_is_current, self._clock.now())
+        for agent_id in due:
             self._poll(agent_id)
 
     def _poll(self, agent_id: str) -> None:
@@ -555,7 +427,7 @@ class SimulatedGoCD:
                 agent = self._agents.get(agent_id)
                 if agent is None or not agent.can_poll:
                     return
-                candidates = [job for job in self._waiting.values() if agent.takes(job.environment)]
+                candidates = self._candidates(agent)
             for job in candidates:
                 with self._state_lock:
                     if not agent.can_poll or agent_id not in self._agents:
@@ -570,12 +442,42 @@ class SimulatedGoCD:
                         self._assign(job, agent_id)
                     break
             with self._state_lock:
-                if agent.can_poll:
-                    agent.next_poll_at = self._clock.now() + self._poll_gap()
+                if agent.can_poll and agent_id in self._agents:
+                    now = self._clock.now()
+                    self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=False))
 
-    def _poll_gap(self) -> float:
-        jitter = self.config.poll_jitter
-        return self.config.poll_interval_s * (1.0 + self._poll_rng.uniform(-jitter, jitter))
+    def _candidates(self, agent: Agent) -> list[Job]:
+        """Waiting jobs of the agent's environments, in scheduling order."""
+        if not agent.environments:
+            return list(self._waiting_by_env.get(None, {}).values())
+        groups = [list(self._waiting_by_env.get(e, {}).values()) for e in sorted(agent.environments)]
+        return list(heapq.merge(*groups, key=lambda job: job.job_id))
+
+    def _queue_poll(self, agent: Agent, at: float) -> None:
+        environments: Iterable[str | None] = agent.environments or (None,)
+        if not any(self._waiting_by_env.get(environment) for environment in environments):
+            agent.dormant = True
+            for environment in environments:
+                self._dormant_by_env.setdefault(environment, set()).add(agent.agent_id)
+            return
+        agent.dormant, agent.next_poll_at = False, at
+        heapq.heappush(self._poll_queue, (at, agent.agent_id))
+
+    def _grid_poll_time(self, agent: Agent, after: float, *, inclusive: bool) -> float:
+        """The agent's first regular poll after `after`. Poll k comes at registration + (k + offset_k)
+        * interval with offset_k a deterministic draw in +/- poll_jitter / 2, so gaps vary by up to
+        poll_jitter and any poll time can be computed without replaying the ones before it."""
+        interval = self.config.poll_interval_s
+        k = max(1, math.floor((after - agent.registered_at) / interval))
+        while True:
+            at = agent.registered_at + (k + self._poll_offset(agent, k)) * interval
+            if at > after + _EPSILON_S or (inclusive and at >= after - _EPSILON_S):
+                return at
+            k += 1
+
+    def _poll_offset(self, agent: Agent, k: int) -> float:
+        jitter = min(max(self.config.poll_jitter, 0.0), 0.99)  # beyond 1 polls would change order
+        return (_mix64(agent.poll_seed + k) / 2**64 - 0.5) * jitter
 
     def _ask_should_assign(self, body: dict[str, Any]) -> bool:
         self.stats.should_assign_asked += 1
@@ -604,10 +506,11 @@ class SimulatedGoCD:
         if agent.running_job_id is not None:
             self.stats.invariant_violations.append(f"agent {agent_id} got job {job.job_id} while building")
             return
-        del self._waiting[job.job_id]
+        self._unwait(job)
         self._running[job.job_id] = job
         job.state, job.agent_id, job.assigned_at = JobState.BUILDING, agent_id, now
         job.ends_at = now + job.duration_s
+        heapq.heappush(self._completion_queue, (job.ends_at, job.job_id))
         agent.agent_state, agent.build_state = AgentState.BUILDING, BuildState.BUILDING
         agent.running_job_id = job.job_id
         assignment = Assignment(job.job_id, agent_id, now)
@@ -618,19 +521,15 @@ class SimulatedGoCD:
     def _run_completions(self) -> None:
         bodies: list[dict[str, Any]] = []
         with self._state_lock:
-            due = sorted(
-                (j for j in self._running.values() if self._completes(j) and self._due(j.ends_at)),
-                key=lambda j: (j.ends_at or 0.0, j.job_id),
-            )
             now = self._clock.now()
-            for job in due:
+            for job_id in self._pop_due(self._completion_queue, self._completion_is_current, now):
+                job = self._running.pop(job_id)
                 agent = self._agents[job.agent_id or ""]
-                del self._running[job.job_id]
                 job.state, job.completed_at, job.result = JobState.COMPLETED, now, job.result or "Passed"
                 agent.agent_state, agent.build_state = AgentState.IDLE, BuildState.IDLE
                 agent.running_job_id = None
                 agent.jobs_run += 1
-                agent.next_poll_at = now + self._poll_gap()
+                self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
                 self._finish_assignment(job.job_id, now)
                 bodies.append(wire.job_completion_body(agent.agent_id, *job.profiles(), job.identifier()))
         for body in bodies:  # sent once, never retried, whatever the answer
@@ -644,9 +543,10 @@ class SimulatedGoCD:
 
     def _run_ping(self) -> None:
         with self._state_lock:
-            if not self._due(self._next_ping_at):
+            now = self._clock.now()
+            if not _is_due(self._next_ping_at, now):
                 return
-            while self._due(self._next_ping_at):
+            while _is_due(self._next_ping_at, now):
                 self._next_ping_at += self.config.ping_interval_s
             profiles = self.config.cluster_profiles
             if profiles is None:

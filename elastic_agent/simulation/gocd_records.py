@@ -1,0 +1,230 @@
+"""The records of the simulated GoCD server: jobs, agents, keys, registrations, assignments, settings
+and statistics (the model is in gocd_model.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from elastic_agent import PLUGIN_ID
+
+ENV_SERVER_URL = "GO_EA_SERVER_URL"
+ENV_KEY = "GO_EA_AUTO_REGISTER_KEY"
+ENV_ENVIRONMENT = "GO_EA_AUTO_REGISTER_ENVIRONMENT"
+ENV_AGENT_ID = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
+ENV_PLUGIN_ID = "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID"
+
+
+class JobState(StrEnum):
+    SCHEDULED = "Scheduled"
+    BUILDING = "Building"
+    COMPLETED = "Completed"
+    CANCELLED = "Cancelled"  # cancelled while waiting; a cancelled build completes with result Cancelled
+    RESCHEDULED = "Rescheduled"
+
+
+class AgentState(StrEnum):
+    IDLE = "Idle"
+    BUILDING = "Building"
+    LOST_CONTACT = "LostContact"
+    MISSING = "Missing"
+
+
+class BuildState(StrEnum):
+    IDLE = "Idle"
+    BUILDING = "Building"
+    CANCELLED = "Cancelled"
+    UNKNOWN = "Unknown"
+
+
+class ConfigState(StrEnum):
+    ENABLED = "Enabled"
+    DISABLED = "Disabled"
+
+
+@dataclass
+class Job:
+    job_id: int
+    pipeline: str
+    pipeline_counter: int
+    stage: str
+    stage_counter: str
+    job_name: str
+    elastic_profile_properties: dict[str, str]
+    cluster_profile_properties: dict[str, str]
+    environment: str | None
+    duration_s: float
+    scheduled_at: float
+    state: JobState = JobState.SCHEDULED
+    result: str | None = None  # Passed or Cancelled once completed
+    agent_id: str | None = None
+    assigned_at: float | None = None
+    ends_at: float | None = None
+    completed_at: float | None = None
+    create_agent_sent_at: float | None = None  # the latest send
+    create_agent_sends: int = 0
+    rescheduled_as: int | None = None
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def console_text(self) -> str:
+        return "".join(self.console)
+
+    @property
+    def wait_s(self) -> float | None:
+        return None if self.assigned_at is None else self.assigned_at - self.scheduled_at
+
+    def identifier(self) -> dict[str, Any]:
+        """The `job_identifier` object of §2: pipeline_counter and job_id numbers, stage_counter a string."""
+        return {
+            "pipeline_name": self.pipeline,
+            "pipeline_label": str(self.pipeline_counter),
+            "pipeline_counter": self.pipeline_counter,
+            "stage_name": self.stage,
+            "stage_counter": self.stage_counter,
+            "job_name": self.job_name,
+            "job_id": self.job_id,
+        }
+
+    def profiles(self) -> tuple[dict[str, str], dict[str, str]]:
+        return self.elastic_profile_properties, self.cluster_profile_properties
+
+    def console_key(self) -> tuple[str, str, str, str, str]:
+        return self.pipeline, str(self.pipeline_counter), self.stage, self.stage_counter, self.job_name
+
+    def rerun(self, job_id: int, now: float) -> Job:
+        """A new run of the same job (GoCD's reschedule): same identifier, new job id, waiting again."""
+        name = (self.pipeline, self.pipeline_counter, self.stage, self.stage_counter, self.job_name)
+        return Job(job_id, *name, *self.profiles(), self.environment, self.duration_s, now)
+
+
+@dataclass
+class Agent:
+    agent_id: str  # the elastic agent id: GoCD's handle for the plugin
+    pod_name: str
+    plugin_id: str
+    environments: frozenset[str]
+    registered_at: float
+    agent_state: AgentState = AgentState.IDLE
+    build_state: BuildState = BuildState.IDLE
+    config_state: ConfigState = ConfigState.ENABLED
+    running_job_id: int | None = None
+    process_alive: bool = True
+    lost_contact_at: float | None = None  # when GoCD notices (or noticed) the silence
+    next_poll_at: float = 0.0
+    # Idle with no job of its environments waiting: its polls would ask nothing, so none are queued
+    # until such a job arrives (poll times are a pure function of the agent, so skipping is invisible).
+    dormant: bool = False
+    poll_seed: int = 0  # per agent, from the model's seed: the agent's own poll rhythm
+    jobs_run: int = 0
+
+    @property
+    def can_poll(self) -> bool:
+        return (
+            self.process_alive
+            and self.agent_state is AgentState.IDLE
+            and self.config_state is ConfigState.ENABLED
+        )
+
+    @property
+    def lost_contact_pending(self) -> bool:
+        unheard = self.agent_state in (AgentState.LOST_CONTACT, AgentState.MISSING)
+        return not self.process_alive and not unheard
+
+    def takes(self, environment: str | None) -> bool:
+        """GoCD offers a job only to agents of its environment; agents of none take jobs of none."""
+        return environment in self.environments if environment is not None else not self.environments
+
+    def status(self) -> dict[str, str]:
+        return {
+            "agent_id": self.agent_id,
+            "agent_state": self.agent_state.value,
+            "build_state": self.build_state.value,
+            "config_state": self.config_state.value,
+        }
+
+
+@dataclass
+class RegistrationKey:
+    key: str
+    job_id: int
+    issued_at: float
+    expires_at: float
+    used_by: str | None = None
+    used_at: float | None = None
+
+
+@dataclass(frozen=True)
+class RegistrationAttempt:
+    at: float
+    pod_name: str
+    agent_id: str
+    key: str
+    environments: frozenset[str]
+    status: int  # 200 registered, 422 refused
+    reason: str | None
+
+
+@dataclass
+class Assignment:
+    job_id: int
+    agent_id: str
+    assigned_at: float
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    at: float
+    request_name: str
+    status: int
+    answer_excerpt: str
+
+
+@dataclass(frozen=True)
+class HealthMessage:
+    type: str  # warning or error
+    message: str
+
+
+@dataclass
+class GoCDConfig:
+    scheduler_interval_s: float = 5.0
+    job_starvation_timeout_s: float = 120.0
+    key_ttl_s: float = 30 * 60.0
+    poll_interval_s: float = 5.0
+    poll_jitter: float = 0.2  # each poll gap is poll_interval_s times 1 +/- this
+    ping_interval_s: float = 60.0
+    lost_contact_after_s: float = 300.0
+    immediate_lost_contact: bool = False
+    cluster_profiles: list[dict[str, str]] | None = None  # None: every cluster profile jobs used
+    seed: int = 0
+    first_job_id: int = 1
+    plugin_id: str = PLUGIN_ID
+    server_id: str = "simulated-gocd-server"
+    site_url: str = "http://gocd.example.test:8153/go"
+    secure_site_url: str = "https://gocd.example.test:8154/go"
+    runner_tick_s: float = 0.05
+    record_latencies: bool = True
+
+
+@dataclass
+class GoCDStats:
+    create_agent_sent: int = 0  # including re-sends
+    create_agent_resends: int = 0
+    should_assign_asked: int = 0
+    assignments: int = 0
+    job_completions_sent: int = 0
+    pings_sent: int = 0
+    registrations_accepted: int = 0
+    registrations_refused: int = 0
+    jobs_rescheduled: int = 0
+    delete_refused_enabled: int = 0
+    deleted_with_live_process: int = 0
+    should_assign_latencies_s: list[float] = field(default_factory=list)
+    protocol_errors: list[str] = field(default_factory=list)
+    non_200_answers: list[PluginFailure] = field(default_factory=list)
+    deleted_while_building: list[str] = field(default_factory=list)
+    assignment_races: list[str] = field(default_factory=list)
+    invariant_violations: list[str] = field(default_factory=list)
