@@ -104,11 +104,13 @@ class Backend:
             pool.stop()
         self.narrator.stop()
 
-    def report_cluster_problem(self, profile: ClusterProfile, message: str) -> None:
-        self.health.problem(f"cluster:{profile.kubernetes_cluster_url}|{profile.namespace}", message)
+    def report_cluster_problem(self, profile: ClusterProfile, message: str, what: str = "watch") -> None:
+        """`what`: "watch" (listing and watching pods, checked at every ping) or "create" (creating pods,
+        cleared only when a pod is created again)."""
+        self.health.problem(f"cluster:{what}:{profile.cluster_key}", message)
 
-    def report_cluster_ok(self, profile: ClusterProfile) -> None:
-        self.health.resolved(f"cluster:{profile.kubernetes_cluster_url}|{profile.namespace}")
+    def report_cluster_ok(self, profile: ClusterProfile, what: str = "watch") -> None:
+        self.health.resolved(f"cluster:{what}:{profile.cluster_key}")
 
     def publish_health(self, gocd: GoCDServer) -> None:
         self.health.publish(gocd)

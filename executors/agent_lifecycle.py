@@ -22,13 +22,14 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
         pool = backend.pool(cluster, gocd)
         outcome = pool.create_agent(request.job, spec, request.auto_register_key, gocd)
     except ClusterError as error:
-        backend.report_cluster_problem(cluster, f"Creating agent pods fails: {error}")
+        backend.report_cluster_problem(cluster, f"Creating agent pods fails: {error}", "create")
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
     except Exception as error:
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
-    backend.report_cluster_ok(cluster)
+    if outcome.created is not None:
+        backend.report_cluster_ok(cluster, "create")
     backend.narrator.decision(f"job {request.job.label}: {outcome.message}")
     ctx.console(request.job, outcome.message)
     if outcome.created is None and spec.min_idle_pods:

@@ -211,7 +211,12 @@ def test_unreachable_cluster_shows_a_health_message_until_it_recovers(
         wait_until(lambda: _ping_and_check_health(stack), 15, "a health message about the cluster")
     finally:
         stack.kube.set_unreachable(False)
-    wait_until(lambda: _ping_and_check_health(stack) is False, 15, "the health message to clear")
+    wait_until(lambda: create(stack, 5)[0] == 200, 15, "pod creation to work again")
+    wait_until(
+        lambda: _ping_and_check_health(stack) is False and not stack.gocd.health_messages,
+        15,
+        "every health message to clear",
+    )
 
 
 def _ping_and_check_health(stack: Stack) -> bool:
@@ -225,4 +230,26 @@ def test_failed_pod_creation_is_explained_in_the_console(make_stack: Callable[..
     job = stack.gocd.schedule_job("p", "s", "j", stack.elastic_profile(), stack.cluster_profile(), None, 10)
     wait_until(
         lambda: "could not create an agent pod" in stack.gocd.job(job.job_id).console_text, 10, "a line"
+    )
+
+
+def test_a_cluster_that_refuses_the_credentials_shows_a_health_message(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack(start_gocd=False)
+    ping(stack)
+    stack.kube.api.forbidden = True
+    stack.kube.api.cut_streams()  # the open watch ends; the next list is refused
+    try:
+        status, text = create(stack, 6)
+        assert status == 503 and "403" in text
+        wait_until(lambda: _ping_and_check_health(stack), 15, "a health message about the credentials")
+        assert any("refuses this plugin's credentials" in m.message for m in stack.gocd.health_messages)
+    finally:
+        stack.kube.api.forbidden = False
+    wait_until(lambda: create(stack, 6)[0] == 200, 15, "pod creation to work again")
+    wait_until(
+        lambda: _ping_and_check_health(stack) is False and not stack.gocd.health_messages,
+        15,
+        "every health message to clear",
     )
