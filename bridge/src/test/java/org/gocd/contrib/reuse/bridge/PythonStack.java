@@ -42,7 +42,7 @@ final class PythonStack implements AutoCloseable {
     private final Path log;
     private final HttpClient http = HttpClient.newHttpClient();
 
-    /** Skips the calling test (by assumption) when the Python side cannot run here. */
+    /** Skips the calling test (by assumption) when the Python side cannot run here; fails instead under CI. */
     static Path repoRootOrSkip() throws Exception {
         Path root = Path.of(System.getProperty("bridge.repo.root", "..")).toAbsolutePath().normalize();
         Process probe = new ProcessBuilder("python3", "-c", "import elastic_agent.simulation.fake_kube, elastic_agent.cli")
@@ -51,6 +51,10 @@ final class PythonStack implements AutoCloseable {
         boolean ok = probe.waitFor() == 0;
         if (!ok) {
             System.out.println("SKIPPED end-to-end: the Python backend is not importable from " + root + ":\n" + output);
+        }
+        // In CI the backend must be there: a skipped end-to-end test would hide a broken set-up.
+        if (!ok && "true".equals(System.getenv("CI"))) {
+            throw new AssertionError("CI=true but python3 cannot import the backend from " + root + ":\n" + output);
         }
         assumeTrue(ok, "python3 cannot import elastic_agent.simulation.fake_kube / elastic_agent.cli in " + root);
         return root;
