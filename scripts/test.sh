@@ -13,5 +13,11 @@ fi
 .venv/bin/ruff check elastic_agent executors profiles tests benchmarks
 .venv/bin/mypy
 .venv/bin/python -m pytest -q "$@"
-(cd bridge && PATH="$PWD/../.venv/bin:$PATH" mvn -B -q verify)
+mvn_log=.venv/mvn-verify.log
+if ! (cd bridge && PATH="$PWD/../.venv/bin:$PATH" mvn -B -ntp verify >"../$mvn_log" 2>&1); then
+  tail -n 150 "$mvn_log"
+  echo "the bridge's Maven build failed (full log: $mvn_log)"
+  exit 1
+fi
+grep -E "Tests run:|BUILD" "$mvn_log"
 echo "all checks passed"
