@@ -79,12 +79,16 @@ class ClusterPool:
         self._overlay_generation: dict[str, int] = {}
         self._record_cache: dict[str, tuple[str, int, PodRecord]] = {}
         self._creating: dict[object, str] = {}  # reservation (job id or warm token) -> fingerprint
+        self._creating_names: dict[object, str] = {}  # reservation -> name of the pod being created
         self._waiting: dict[str, dict[int, WaitingJob]] = {}  # fingerprint -> job id -> entry
         self._recipes: dict[str, JobSpec] = {}  # fingerprint -> latest spec (for the warm pool)
         self.superseded: set[str] = set()  # fingerprints whose profile was edited since
         self._deleted: set[str] = set()  # pods we deleted that the watch still shows
         self._retiring_now: set[str] = set()
         self._assigned_at: dict[str, float] = {}
+        # job id -> the pod a `true` gave it to, until its job-completion (a lost one leaves a stale entry,
+        # which the check in should_assign_work ignores).
+        self._pod_of_job: dict[int, str] = {}
         self._warm_tokens = 0
         self.writer = AnnotationWriter(port, clock, self._take_unwritten)
 
@@ -220,10 +224,11 @@ class ClusterPool:
                 victims, f"making room under max_pods ({self.settings.max_pods}) for waiting jobs", gocd
             )
         try:
-            pod = self._create(job, spec, key, now)
+            pod = self._create(job, spec, key, now, job.job_id)
         finally:
             with self.lock:
                 self._creating.pop(job.job_id, None)
+                self._creating_names.pop(job.job_id, None)
         if spec.reuse:
             reason = f"{_count(waiting, 'job')} waiting, {_count(booting, 'pod')} booting"
             return CreateOutcome(pod, f"created pod {pod}: {reason}")
@@ -278,11 +283,17 @@ class ClusterPool:
         ready = sum(
             1 for r in self._matching(fingerprint, records) if r.state in (PodState.BOOTING, PodState.IDLE)
         )
-        creating = sum(1 for fp in self._creating.values() if fp == fingerprint)
+        creating = sum(1 for fp in self._in_flight(records) if fp == fingerprint)
         return waiting, ready + creating
 
+    def _in_flight(self, records: list[PodRecord]) -> list[str]:
+        """Fingerprints of the pods being created that `records` do not show yet: the cluster view gets
+        a new pod before its reservation is dropped, and it must not count twice meanwhile."""
+        shown = {r.name for r in records}
+        return [fp for token, fp in self._creating.items() if self._creating_names.get(token) not in shown]
+
     def _pending_limit_reached(self, records: list[PodRecord]) -> str | None:
-        pending = sum(1 for r in records if r.pending_registration) + len(self._creating)
+        pending = sum(1 for r in records if r.pending_registration) + len(self._in_flight(records))
         if pending >= self.settings.pending_pods_count:
             return (
                 f"waiting: {pending} pods have not registered yet, the limit (pending_pods_count) is "
@@ -292,7 +303,7 @@ class ClusterPool:
 
     def _at_max_pods(self, records: list[PodRecord]) -> bool:
         cap = self.settings.max_pods
-        return bool(cap) and len(records) + len(self._creating) >= (cap or 0)
+        return bool(cap) and len(records) + len(self._in_flight(records)) >= (cap or 0)
 
     def _blocked_by_caps(self, records: list[PodRecord]) -> bool:
         return self._pending_limit_reached(records) is not None or self._at_max_pods(records)
@@ -311,7 +322,7 @@ class ClusterPool:
         if spec.reuse and spec.min_idle_pods:
             self.keys.offer(key)
 
-    def _create(self, job: JobIdentifier | None, spec: JobSpec, key: str, now: float) -> str:
+    def _create(self, job: JobIdentifier | None, spec: JobSpec, key: str, now: float, token: object) -> str:
         manifest = build_pod(
             spec.template,
             identity=self.identity,
@@ -322,6 +333,8 @@ class ClusterPool:
             go_server_url=self.settings.go_server_url,
             now=now,
         )
+        with self.lock:
+            self._creating_names[token] = manifest["metadata"]["name"]
         return self.port.create_pod(manifest).name
 
     def _expire_waiting(self, now: float) -> None:
@@ -351,10 +364,11 @@ class ClusterPool:
                 )
             else:  # one pod per job: the pod takes only the job it was created for, once
                 fits = not record.reuse and record.created_for_job_id == job.job_id and record.jobs_run == 0
-            if not fits:
+            if not fits or self._given_to_another_pod(job.job_id, agent_id):
                 return False
             now = self.clock.now()
             self._assigned_at[agent_id] = now
+            self._pod_of_job[job.job_id] = agent_id
             self._waiting.get(spec.fingerprint, {}).pop(job.job_id, None)
             self.change(
                 agent_id,
@@ -374,6 +388,19 @@ class ClusterPool:
         self.narrator.decision(text, gocd, job.to_json())
         return True
 
+    def _given_to_another_pod(self, job_id: int, agent_id: str) -> bool:
+        """Another pod said `true` to this job and is busy with it: the job is never given twice."""
+        holder = self._pod_of_job.get(job_id)
+        if holder is None or holder == agent_id:
+            return False
+        other = self.record(holder)
+        return (
+            other is not None
+            and self.alive(other)
+            and other.state == PodState.BUSY
+            and other.current_job_id == job_id
+        )
+
     # ----- job-completion -------------------------------------------------------------------------
 
     def job_completed(self, agent_id: str, job: JobIdentifier, spec: JobSpec, gocd: GoCDServer) -> str:
@@ -385,6 +412,7 @@ class ClusterPool:
         reason = self._retire_after_job(record, spec, jobs_run, now)
         with self.lock:
             self._assigned_at.pop(agent_id, None)
+            self._pod_of_job.pop(job.job_id, None)
             done: dict[str, str | None] = {
                 labels.ANN_JOBS_RUN: str(jobs_run),
                 labels.ANN_LAST_JOB: job_annotation(job),
@@ -497,13 +525,14 @@ class ClusterPool:
                     token: Any = ("warm", self._warm_tokens)
                     self._creating[token] = fingerprint
                 try:
-                    created.append(self._create(None, spec, key, self.clock.now()))
+                    created.append(self._create(None, spec, key, self.clock.now(), token))
                 except ClusterError as error:
                     log.warning("could not create a warm pod: %s", error)
                     break
                 finally:
                     with self.lock:
                         self._creating.pop(token, None)
+                        self._creating_names.pop(token, None)
         for name in created:
             self.narrator.decision(f"created pod {name} ahead of demand: MinIdlePods of its profile")
         return created

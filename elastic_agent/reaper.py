@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from elastic_agent import labels
 from elastic_agent.gocd import Agent, GoCDServer
-from elastic_agent.pool import ASSIGNMENT_GRACE_S, ClusterPool, _duration
+from elastic_agent.pool import ASSIGNMENT_GRACE_S, NO_JOB_LABELS, ClusterPool, _duration
 from elastic_agent.records import PodRecord, PodState
 
 
@@ -31,7 +31,7 @@ def reconcile(pool: ClusterPool, agents: Mapping[str, Agent], gocd: GoCDServer) 
             repaired = _repair(pool, record, agent, now)
             if repaired:
                 done.append(repaired)
-                continue
+                record = pool.record(record.name) or record  # decide on the repaired state
             reason = _reason_to_retire(pool, record, agent, now)
             if reason and pool.claim_for_retirement(record.name, reason, even_if_busy=record.failed):
                 to_retire.append((record.name, reason))
@@ -54,8 +54,11 @@ def _repair(pool: ClusterPool, record: PodRecord, agent: Agent | None, now: floa
         )
         return f"pod {record.name} is building according to GoCD: marked busy"
     grace_over = now - pool.assigned_at(record.name, record.state_since) > ASSIGNMENT_GRACE_S
-    if not agent.building and record.state == PodState.BUSY and record.reuse and grace_over:
-        pool.change(record.name, pool.idle_changes(now))
+    if not agent.building and record.state == PodState.BUSY and grace_over:
+        # The lost job-completion's job still ran here: count it, or MaxJobsPerPod would be exceeded
+        # (and a one-job pod, idle with its job done, is retired below).
+        ran = {labels.ANN_JOBS_RUN: str(record.jobs_run + 1)}
+        pool.change(record.name, pool.idle_changes(now) | ran, NO_JOB_LABELS)
         return f"pod {record.name} is idle according to GoCD (a job-completion was lost): marked idle"
     return None
 
@@ -77,15 +80,14 @@ def _reason_to_retire(pool: ClusterPool, record: PodRecord, agent: Agent | None,
     if agent.building:
         return None
     if not record.reuse:
-        if record.state == PodState.BUSY:
-            if now - pool.assigned_at(record.name, record.state_since) > ASSIGNMENT_GRACE_S:
-                return (
-                    "its job finished (no job-completion was received) and the profile runs one job per pod"
-                )
-        elif record.state == PodState.IDLE and now - record.state_since > settings.idle_timeout:
+        if record.state == PodState.IDLE and record.jobs_run:
+            return "its job finished (no job-completion was received) and the profile runs one job per pod"
+        if record.state == PodState.IDLE and now - record.state_since > settings.idle_timeout:
             return f"its job never came to it within {_duration(settings.idle_timeout)} (cancelled?)"
         return None
     if record.state == PodState.IDLE:
+        if not record.can_take_more_jobs():
+            return f"it ran {record.jobs_run} jobs (MaxJobsPerPod)"
         if record.fingerprint in pool.superseded:
             return "its profile changed since it was created"
         if settings.max_pod_lifetime and now - record.created_at >= settings.max_pod_lifetime:

@@ -1,0 +1,170 @@
+"""Defect 3 of gocd-protocol.md §8, for real: the backend runs as its own process
+(`python -m elastic_agent serve`), is killed with SIGKILL (no chance to save anything) and started again;
+the idle pod it left behind must be reused, not replaced.
+
+The fake Kubernetes API server, the simulated kubelet and the simulated GoCD server (with its callback
+endpoint) run in this test process. GoCD and the kubelet run on a scaled clock; the backend and the API
+server's timestamps on real time (its 10-minute default idle timeout cannot pass during the test)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from elastic_agent import labels
+from elastic_agent.clock import ScaledClock, SystemClock
+from elastic_agent.simulation.fake_kube import FakeKubeServer
+from elastic_agent.simulation.gocd_callbacks import CallbackServer
+from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
+from elastic_agent.simulation.gocd_transport import HttpPluginTransport
+from elastic_agent.simulation.kubelet import SimulatedKubelet
+from elastic_agent.simulation.stack import SwitchableTransport
+from tests.conftest import SPEED, wait_until
+
+TOKEN = "process-restart-token"
+ROOT = Path(__file__).resolve().parent.parent
+REUSE = {"Image": "gocd/gocd-agent-alpine-3.19:v24.1.0", "PodSpecType": "properties", "Reuse": "true"}
+
+
+class BackendProcess:
+    """`python -m elastic_agent serve` on a free loopback port."""
+
+    def __init__(self, callback_url: str) -> None:
+        env = {
+            **os.environ,
+            "GOCD_ELASTIC_AGENT_TOKEN": TOKEN,
+            "GOCD_ELASTIC_AGENT_CALLBACK_URL": callback_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "elastic_agent",
+                "serve",
+                "--bind",
+                "127.0.0.1:0",
+                "--log-level",
+                "WARNING",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr: list[str] = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # "listening on http://127.0.0.1:PORT"
+        assert line.startswith("listening on "), f"backend did not start: {line!r} {self.stderr}"
+        self.url = line.split()[-1]
+        wait_until(self._healthy, 20, "the backend to answer /healthz")
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+
+    def _healthy(self) -> bool:
+        try:
+            return requests.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook, no flush, nothing saved."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+
+class World:
+    """Everything but the backend, in this process."""
+
+    def __init__(self) -> None:
+        self.clock = ScaledClock(SPEED)
+        self.kube = FakeKubeServer(clock=SystemClock())
+        self.kube_url = self.kube.start()
+        self.transport = SwitchableTransport()
+        self.gocd = SimulatedGoCD(self.clock, self.transport, GoCDConfig())
+        self.callbacks = CallbackServer(self.gocd, TOKEN)
+        self.callback_url = self.callbacks.start()
+        self.kubelet = SimulatedKubelet(self.kube.store, self.clock, self.gocd, boot_delay=10.0)
+        self.kubelet.start()
+        self.backends: list[BackendProcess] = []
+        self.pods_created: list[str] = []
+        self.kube.store.add_listener(self._on_change)
+
+    def _on_change(self, kind: str, pod: dict[str, Any]) -> None:
+        if kind == "ADDED":
+            self.pods_created.append(pod["metadata"]["name"])
+
+    def start_backend(self) -> BackendProcess:
+        backend = BackendProcess(self.callback_url)
+        self.backends.append(backend)
+        self.transport.switch(HttpPluginTransport(backend.url, TOKEN, self.callback_url))
+        return backend
+
+    def cluster_profile(self) -> dict[str, str]:
+        return {
+            "go_server_url": "https://gocd.example.test/go",
+            "kubernetes_cluster_url": self.kube_url,
+            "namespace": "default",
+            "security_token": "cluster-token",
+        }
+
+    def pods(self) -> dict[str, dict[str, str]]:
+        pods, _ = self.kube.store.list_pods("default")
+        return {p["metadata"]["name"]: p["metadata"].get("annotations", {}) for p in pods}
+
+    def stop(self) -> None:
+        self.gocd.stop()
+        for backend in self.backends:
+            backend.kill()
+        self.transport.switch(None)
+        self.kubelet.stop()
+        self.callbacks.stop()
+        self.kube.stop()
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    w = World()
+    yield w
+    w.stop()
+
+
+@pytest.mark.slow
+def test_idle_pod_is_reused_after_the_backend_process_is_killed_and_restarted(world: World) -> None:
+    first_backend = world.start_backend()
+    world.gocd.start()
+    first = world.gocd.schedule_job("build", "test", "unit", REUSE, world.cluster_profile(), None, 30)
+    wait_until(lambda: world.gocd.job(first.job_id).completed_at, 30, "the first job to complete")
+    pod = world.gocd.job(first.job_id).agent_id
+    assert pod is not None and world.pods_created == [pod]
+    wait_until(lambda: world.pods().get(pod, {}).get(labels.ANN_STATE) == "idle", 10, "the pod to be idle")
+
+    first_backend.kill()
+    assert first_backend.process.returncode == -signal.SIGKILL
+    world.start_backend()
+
+    second = world.gocd.schedule_job("build", "test", "unit", REUSE, world.cluster_profile(), None, 30)
+    wait_until(lambda: world.gocd.job(second.job_id).completed_at, 30, "the second job to complete")
+    assert world.gocd.job(second.job_id).agent_id == pod, "the job ran on the pod left idle before the kill"
+    assert world.pods_created == [pod], "no new pod was created"
+    assert world.gocd.stats.registrations_accepted == 1
+    wait_until(
+        lambda: world.pods().get(pod, {}).get(labels.ANN_JOBS_RUN) == "2", 10, "the pod to count two jobs"
+    )
+    assert not world.gocd.invariant_violations()
+    assert "reused pod" in world.gocd.job(second.job_id).console_text
