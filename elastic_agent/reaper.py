@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from elastic_agent import labels
 from elastic_agent.gocd import Agent, GoCDServer
-from elastic_agent.pool import ASSIGNMENT_GRACE_S, NO_JOB_LABELS, ClusterPool, _duration
+from elastic_agent.pool import ClusterPool
+from elastic_agent.pool_state import ASSIGNMENT_GRACE_S, NO_JOB_LABELS, _duration
 from elastic_agent.records import PodRecord, PodState
 
 

@@ -1,0 +1,258 @@
+"""The state a cluster's pod pool keeps, and how it reads and changes pods.
+
+State lives on the pods (annotations, records.py); this keeps only what a restart may lose without harm:
+annotation changes not yet written back (they take effect in memory at once and reach the pod through
+the AnnotationWriter), pod creations in flight, the jobs waiting per fingerprint (GoCD re-sends them),
+and assignment times. The decisions are in pool.py, retirement in retirement.py, the warm pool in
+warm_pool.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from elastic_agent import labels
+from elastic_agent.annotation_writer import AnnotationWriter, Overlay, unconfirmed
+from elastic_agent.clock import Clock
+from elastic_agent.job_spec import JobSpec
+from elastic_agent.kube.port import ClusterPort
+from elastic_agent.messages import JobIdentifier
+from elastic_agent.narrator import Narrator
+from elastic_agent.pods import PodIdentity, build_pod
+from elastic_agent.records import PodRecord, PodState
+from elastic_agent.registration_keys import RegistrationKeys
+from profiles.cluster import ClusterProfile
+
+log = logging.getLogger(__name__)
+
+
+# After a `true` from should-assign-work GoCD may still list the agent as Idle for a moment.
+ASSIGNMENT_GRACE_S = 30.0
+# GoCD re-sends create-agent to a waiting job every 2 minutes; a job not heard of for longer than this
+# was assigned elsewhere or cancelled.
+WAITING_TTL_S = 300.0
+NO_JOB_LABELS: dict[str, str | None] = {labels.LABEL_JOB_ID: None, labels.LABEL_JOB_NAME: None}
+
+
+@dataclass
+class WaitingJob:
+    job: JobIdentifier
+    first_seen: float
+    last_seen: float
+
+
+class PoolState:
+    def __init__(
+        self,
+        port: ClusterPort,
+        identity: PodIdentity,
+        settings: ClusterProfile,
+        clock: Clock,
+        narrator: Narrator | None = None,
+        keys: RegistrationKeys | None = None,
+    ):
+        self.port = port
+        self.identity = identity
+        self.settings = settings
+        self.clock = clock
+        self.narrator = narrator or Narrator()
+        self.keys = keys or RegistrationKeys(clock)
+        self.lock = threading.RLock()
+        self._annotations: dict[str, Overlay] = {}
+        self._labels: dict[str, Overlay] = {}
+        self._overlay_generation: dict[str, int] = {}
+        self._record_cache: dict[str, tuple[str, int, PodRecord]] = {}
+        self._creating: dict[object, str] = {}  # reservation (job id or warm token) -> fingerprint
+        self._creating_names: dict[object, str] = {}  # reservation -> name of the pod being created
+        self._waiting: dict[str, dict[int, WaitingJob]] = {}  # fingerprint -> job id -> entry
+        self._recipes: dict[str, JobSpec] = {}  # fingerprint -> latest spec (for the warm pool)
+        self.superseded: set[str] = set()  # fingerprints whose profile was edited since
+        self._deleted: set[str] = set()  # pods we deleted that the watch still shows
+        self._retiring_now: set[str] = set()
+        self._assigned_at: dict[str, float] = {}
+        # job id -> the pod a `true` gave it to, until its job-completion (a lost one leaves a stale entry,
+        # which the check in should_assign_work ignores).
+        self._pod_of_job: dict[int, str] = {}
+        self._warm_tokens = 0
+        self.writer = AnnotationWriter(port, clock, self._take_unwritten)
+
+    def start(self) -> None:
+        self.port.start()
+        self.writer.start()
+
+    def stop(self) -> None:
+        self.writer.stop()
+        self.port.stop()
+
+    def record(self, name: str) -> PodRecord | None:
+        pod = self.port.get(name)
+        if pod is None or not self.identity.owns(pod.labels):
+            return None
+        with self.lock:
+            generation = self._overlay_generation.get(name, 0)
+            cached = self._record_cache.get(name)
+            if cached and cached[0] == pod.resource_version and cached[1] == generation:
+                return cached[2]
+            record = PodRecord.from_pod(pod, self._annotations.get(name))
+            self._record_cache[name] = (pod.resource_version, generation, record)
+            return record
+
+    def records(self) -> list[PodRecord]:
+        with self.lock:
+            return [r for r in (self.record(pod.name) for pod in self.port.pods()) if r is not None]
+
+    def alive(self, record: PodRecord) -> bool:
+        return (
+            not record.deleting
+            and record.name not in self._deleted
+            and record.state != PodState.RETIRING
+            and not record.failed
+        )
+
+    def known_pod_names(self) -> set[str]:
+        return {pod.name for pod in self.port.pods() if self.identity.owns(pod.labels)}
+
+    def waiting_jobs(self) -> dict[str, int]:
+        with self.lock:
+            return {fp: len(jobs) for fp, jobs in self._waiting.items() if jobs}
+
+    def change(
+        self,
+        name: str,
+        annotations: Mapping[str, str | None],
+        pod_labels: Mapping[str, str | None] | None = None,
+    ) -> None:
+        with self.lock:
+            self._annotations.setdefault(name, {}).update(annotations)
+            if pod_labels:
+                self._labels.setdefault(name, {}).update(pod_labels)
+            self._overlay_generation[name] = self._overlay_generation.get(name, 0) + 1
+        self.writer.enqueue(name)
+
+    def _take_unwritten(self, name: str) -> tuple[Overlay, Overlay] | None:
+        pod = self.port.get(name)
+        with self.lock:
+            if pod is None:
+                self._annotations.pop(name, None)
+                self._labels.pop(name, None)
+                return None
+            annotations = unconfirmed(self._annotations.get(name, {}), pod.annotations)
+            pod_labels = unconfirmed(self._labels.get(name, {}), pod.labels)
+            if not annotations:
+                self._annotations.pop(name, None)
+            if not pod_labels:
+                self._labels.pop(name, None)
+            if not annotations and not pod_labels:
+                return None
+            return annotations, pod_labels
+
+    def requeue_unwritten(self) -> None:
+        with self.lock:
+            names = set(self._annotations) | set(self._labels)
+        for name in names:
+            self.writer.enqueue(name)
+
+    def mark_registered(self, record: PodRecord) -> None:
+        """The agent polled or was listed by GoCD: it registered. A pod nobody is waiting for is idle."""
+        if record.registered:
+            return
+        changes: dict[str, str | None] = {labels.ANN_REGISTERED: "true"}
+        if record.state == PodState.BOOTING:
+            changes |= self.idle_changes(self.clock.now())
+        self.change(record.name, changes)
+
+    @staticmethod
+    def idle_changes(now: float) -> dict[str, str | None]:
+        return {
+            labels.ANN_STATE: PodState.IDLE.value,
+            labels.ANN_STATE_SINCE: f"{now:.3f}",
+            labels.ANN_CURRENT_JOB: None,
+            labels.ANN_SAFE_TO_EVICT: "true",
+            labels.ANN_DO_NOT_DISRUPT: None,
+        }
+
+    def _matching(self, fingerprint: str, records: Iterable[PodRecord]) -> list[PodRecord]:
+        return [
+            r
+            for r in records
+            if r.reuse
+            and r.fingerprint == fingerprint
+            and r.can_take_more_jobs()
+            and fingerprint not in self.superseded
+        ]
+
+    def _demand(self, fingerprint: str, records: list[PodRecord]) -> tuple[int, int]:
+        """(waiting jobs, pods that will be able to take one: booting, idle, being created)."""
+        waiting = len(self._waiting.get(fingerprint, {}))
+        ready = sum(
+            1 for r in self._matching(fingerprint, records) if r.state in (PodState.BOOTING, PodState.IDLE)
+        )
+        creating = sum(1 for fp in self._in_flight(records) if fp == fingerprint)
+        return waiting, ready + creating
+
+    def _in_flight(self, records: list[PodRecord]) -> list[str]:
+        """Fingerprints of the pods being created that `records` do not show yet: the cluster view gets
+        a new pod before its reservation is dropped, and it must not count twice meanwhile."""
+        shown = {r.name for r in records}
+        return [fp for token, fp in self._creating.items() if self._creating_names.get(token) not in shown]
+
+    def _pending_limit_reached(self, records: list[PodRecord]) -> str | None:
+        pending = sum(1 for r in records if r.pending_registration) + len(self._in_flight(records))
+        if pending >= self.settings.pending_pods_count:
+            return (
+                f"waiting: {pending} pods have not registered yet, the limit (pending_pods_count) is "
+                f"{self.settings.pending_pods_count}; GoCD will ask again"
+            )
+        return None
+
+    def _at_max_pods(self, records: list[PodRecord]) -> bool:
+        cap = self.settings.max_pods
+        return bool(cap) and len(records) + len(self._in_flight(records)) >= (cap or 0)
+
+    def _blocked_by_caps(self, records: list[PodRecord]) -> bool:
+        return self._pending_limit_reached(records) is not None or self._at_max_pods(records)
+
+    def _create(self, job: JobIdentifier | None, spec: JobSpec, key: str, now: float, token: object) -> str:
+        manifest = build_pod(
+            spec.template,
+            identity=self.identity,
+            namespace=self.settings.namespace,
+            job=job,
+            spec=spec,
+            auto_register_key=key,
+            go_server_url=self.settings.go_server_url,
+            now=now,
+        )
+        with self.lock:
+            self._creating_names[token] = manifest["metadata"]["name"]
+        return self.port.create_pod(manifest).name
+
+    def _mark_retiring(self, name: str, reason: str) -> None:
+        self.change(name, {labels.ANN_STATE: PodState.RETIRING.value, labels.ANN_RETIRE_REASON: reason[:200]})
+
+    def forget_deleted(self) -> None:
+        with self.lock:
+            self._deleted &= self.known_pod_names()
+
+    def recipes(self) -> dict[str, JobSpec]:
+        with self.lock:
+            return dict(self._recipes)
+
+    def assigned_at(self, name: str, default: float) -> float:
+        with self.lock:
+            return self._assigned_at.get(name, default)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)}h"
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    return f"{seconds:g}s"
