@@ -6,6 +6,7 @@ namespace. The GoCD server id (needed in every pod's labels) is asked once and k
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -118,8 +119,23 @@ class Backend:
 
 def _fingerprint_credentials(profile: ClusterProfile) -> str:
     """A digest of the secrets, so a change is noticed without keeping a second copy of them."""
-    text = f"{profile.security_token or ''}\x00{profile.kubernetes_cluster_ca_cert or ''}"
+    return _digest(f"{profile.security_token or ''}\x00{profile.kubernetes_cluster_ca_cert or ''}")
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cluster_profile(properties: Mapping[str, str]) -> ClusterProfile:
+    """The parsed cluster profile; every request carries one, and parsing validates URLs, durations and
+    certificates, so identical properties are parsed once."""
+    return _parse_cluster(tuple(sorted(properties.items())))
+
+
+@functools.lru_cache(maxsize=128)
+def _parse_cluster(items: tuple[tuple[str, str], ...]) -> ClusterProfile:
+    return ClusterProfile.from_properties(dict(items))
 
 
 __all__ = ["Backend", "ClusterFactory", "GoCDError"]

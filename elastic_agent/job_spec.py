@@ -8,7 +8,6 @@ exact properties for a short time (remote templates may change behind the same U
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -41,7 +40,7 @@ class JobSpecs:
     def __init__(self, clock: Clock, fetch_remote: Callable[[str], str]) -> None:
         self._clock = clock
         self._fetch = fetch_remote
-        self._cache: OrderedDict[str, tuple[float, JobSpec]] = OrderedDict()
+        self._cache: OrderedDict[tuple[object, ...], tuple[float, JobSpec]] = OrderedDict()
         self._lock = threading.Lock()
 
     def spec(
@@ -51,16 +50,13 @@ class JobSpecs:
         environment: str | None,
         pipeline: str,
     ) -> JobSpec:
-        key = json.dumps(
-            [
-                elastic_properties,
-                cluster.cluster_key,
-                cluster.go_server_url,
-                cluster.idle_timeout,
-                environment,
-                pipeline,
-            ],
-            sort_keys=True,
+        key = (
+            tuple(sorted(elastic_properties.items())),
+            cluster.cluster_key,
+            cluster.go_server_url,
+            cluster.idle_timeout,
+            environment,
+            pipeline,
         )
         now = self._clock.now()
         with self._lock:

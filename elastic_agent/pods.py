@@ -7,6 +7,7 @@ one GoCD server, cluster and job. No profile property and no secret goes into a 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -38,6 +39,7 @@ def label_value(text: str) -> str:
     return value.strip("-._")
 
 
+@functools.lru_cache(maxsize=64)
 def cluster_label(cluster_key: str) -> str:
     """Names the cluster a pod belongs to: requests carry profile properties, not profile ids, so the
     cluster is known by where it is (ClusterProfile.cluster_key: its URL and namespace)."""
@@ -53,14 +55,19 @@ class PodIdentity:
     plugin_id: str = PLUGIN_ID
 
     def selector(self) -> dict[str, str]:
-        return {
-            labels.LABEL_PLUGIN_ID: self.plugin_id,
-            labels.LABEL_SERVER_ID: label_value(self.server_id),
-            labels.LABEL_CLUSTER: self.cluster,
-        }
+        return dict(self._selector_items)
+
+    @functools.cached_property
+    def _selector_items(self) -> tuple[tuple[str, str], ...]:
+        # Computed once: owns() runs for every pod on every scan of the cache.
+        return (
+            (labels.LABEL_PLUGIN_ID, self.plugin_id),
+            (labels.LABEL_SERVER_ID, label_value(self.server_id)),
+            (labels.LABEL_CLUSTER, self.cluster),
+        )
 
     def owns(self, pod_labels: Mapping[str, str]) -> bool:
-        return all(pod_labels.get(key) == value for key, value in self.selector().items())
+        return all(pod_labels.get(key) == value for key, value in self._selector_items)
 
 
 def job_labels(job: JobIdentifier) -> dict[str, str]:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import logging
 
+from elastic_agent.backend import cluster_profile
 from elastic_agent.kube.port import ClusterError
 from elastic_agent.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
 from executors.base import RequestContext, Response
-from profiles.cluster import ClusterProfile
 
 log = logging.getLogger(__name__)
 
 
 def create_agent(body: str, ctx: RequestContext) -> Response:
     request = CreateAgentRequest.parse(body)
-    cluster = ClusterProfile.from_properties(request.cluster_profile)
+    cluster = cluster_profile(request.cluster_profile)
     backend = ctx.backend
     gocd = ctx.gocd()
     try:
@@ -39,7 +39,7 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
 
 def should_assign_work(body: str, ctx: RequestContext) -> Response:
     request = ShouldAssignWorkRequest.parse(body)
-    cluster = ClusterProfile.from_properties(request.cluster_profile)
+    cluster = cluster_profile(request.cluster_profile)
     backend = ctx.backend
     gocd = ctx.gocd()
     spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
@@ -50,7 +50,7 @@ def should_assign_work(body: str, ctx: RequestContext) -> Response:
 
 def job_completion(body: str, ctx: RequestContext) -> Response:
     request = JobCompletionRequest.parse(body)
-    cluster = ClusterProfile.from_properties(request.cluster_profile)
+    cluster = cluster_profile(request.cluster_profile)
     backend = ctx.backend
     gocd = ctx.gocd()
     pool = backend.pool(cluster, gocd)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from elastic_agent.backend import cluster_profile
 from elastic_agent.gocd import Agent, GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
 from elastic_agent.messages import ServerPingRequest
 from elastic_agent.reaper import reconcile
 from executors.base import RequestContext, Response
-from profiles.cluster import ClusterProfile
 from profiles.errors import ProfileError
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
     every_cluster_seen = True
     for index, properties in enumerate(request.cluster_profiles):
         try:
-            cluster = ClusterProfile.from_properties(properties)
+            cluster = cluster_profile(properties)
         except ProfileError as error:
             backend.health.problem(
                 f"profile:{index}", f"A cluster profile of this plugin is invalid: {error}"

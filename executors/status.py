@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from elastic_agent.backend import cluster_profile
 from elastic_agent.messages import AgentStatusReportRequest, Body
 from elastic_agent.status_pages import render_agent_status, render_cluster_status, render_plugin_status
 from executors.base import RequestContext, Response
-from profiles.cluster import ClusterProfile
 
 
 def plugin_status_report(body: str, ctx: RequestContext) -> Response:
@@ -20,14 +20,14 @@ def plugin_status_report(body: str, ctx: RequestContext) -> Response:
 
 def cluster_status_report(body: str, ctx: RequestContext) -> Response:
     parsed = Body.parse(body, "cluster-status-report")
-    cluster = ClusterProfile.from_properties(parsed.properties("cluster_profile_properties"))
+    cluster = cluster_profile(parsed.properties("cluster_profile_properties"))
     pool = ctx.backend.known_pool(cluster)
     return Response.json({"view": render_cluster_status(pool, ctx.backend.clock)})
 
 
 def agent_status_report(body: str, ctx: RequestContext) -> Response:
     request = AgentStatusReportRequest.parse(body)
-    cluster = ClusterProfile.from_properties(request.cluster_profile)
+    cluster = cluster_profile(request.cluster_profile)
     pool = ctx.backend.known_pool(cluster)
     job_id = request.job.job_id if request.job else None
     return Response.json({"view": render_agent_status(pool, request.agent_id, job_id, ctx.backend.clock)})
