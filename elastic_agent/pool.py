@@ -87,6 +87,10 @@ class ClusterPool(Retirement, WarmPool):
             with self.lock:
                 self._creating.pop(job.job_id, None)
                 self._creating_names.pop(job.job_id, None)
+        with self.lock:
+            entry = self._waiting.get(spec.fingerprint, {}).get(job.job_id)
+            if entry is not None and entry.key == key:
+                entry.key = None  # used: keys register one agent
         if spec.reuse:
             reason = f"{_count(waiting, 'job')} waiting, {_count(booting, 'pod')} booting"
             return CreateOutcome(pod, f"created pod {pod}: {reason}")
@@ -109,9 +113,9 @@ class ClusterPool(Retirement, WarmPool):
         waiting = self._waiting.setdefault(spec.fingerprint, {})
         entry = waiting.get(job.job_id)
         if entry is None:
-            waiting[job.job_id] = WaitingJob(job, now, now)
+            waiting[job.job_id] = WaitingJob(job, now, now, key)
         else:
-            entry.last_seen = now
+            entry.last_seen, entry.key = now, key
         demand, supply = self._demand(spec.fingerprint, records)
         idle = demand and sum(
             1 for r in self._matching(spec.fingerprint, records) if r.state == PodState.IDLE

@@ -42,6 +42,7 @@ class WaitingJob:
     job: JobIdentifier
     first_seen: float
     last_seen: float
+    key: str | None = None  # the registration key of its latest create-agent, while no pod used it
 
 
 class PoolState:

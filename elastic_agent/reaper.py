@@ -41,6 +41,7 @@ def reconcile(pool: ClusterPool, agents: Mapping[str, Agent], gocd: GoCDServer) 
         deleted = pool.retire(to_retire, "server-ping", gocd)
         reasons = dict(to_retire)
         done += [f"retired pod {name}: {reasons[name]}" for name in deleted]
+    done += [f"created pod {name} for waiting jobs" for name in pool.serve_waiting_jobs()]
     done += [f"created warm pod {name}" for name in pool.top_up_warm_pool()]
     pool.requeue_unwritten()
     return done

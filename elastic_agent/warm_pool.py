@@ -1,4 +1,6 @@
-"""The warm pool: pods created ahead of demand with registration keys nobody needed."""
+"""Pods created outside create-agent: for jobs still waiting after a ping (an idle pod they counted on
+was retired, evicted or failed), and the warm pool ahead of demand, with registration keys that
+create-agent brought and no pod used."""
 
 from __future__ import annotations
 
@@ -12,6 +14,38 @@ log = logging.getLogger(__name__)
 
 
 class WarmPool(PoolState):
+    def serve_waiting_jobs(self) -> list[str]:
+        """Create pods while a fingerprint's waiting jobs outnumber its booting and idle pods, with the
+        unused keys of those jobs' create-agent calls, so that a job never waits for GoCD's 2-minute re-send
+        because a pod it counted on went away."""
+        created: list[str] = []
+        for fingerprint in list(self._waiting):
+            spec = self._recipes.get(fingerprint)
+            while spec is not None:
+                with self.lock:
+                    records = [r for r in self.records() if self.alive(r)]
+                    demand, supply = self._demand(fingerprint, records)
+                    jobs = [e for e in self._waiting.get(fingerprint, {}).values() if e.key is not None]
+                    if demand <= supply or not jobs or self._blocked_by_caps(records):
+                        break
+                    entry = max(jobs, key=lambda e: e.last_seen)  # the newest key lives longest
+                    key, entry.key = entry.key, None
+                    token: Any = ("waiting", entry.job.job_id)
+                    self._creating[token] = fingerprint
+                try:
+                    assert key is not None
+                    created.append(self._create(entry.job, spec, key, self.clock.now(), token))
+                except ClusterError as error:
+                    log.warning("could not create a pod for waiting jobs: %s", error)
+                    break
+                finally:
+                    with self.lock:
+                        self._creating.pop(token, None)
+                        self._creating_names.pop(token, None)
+        for name in created:
+            self.narrator.decision(f"created pod {name}: jobs of its profile were still waiting")
+        return created
+
     def top_up_warm_pool(self) -> list[str]:
         """Create pods ahead of demand with kept registration keys until each fingerprint with
         MinIdlePods has that many idle or booting pods."""

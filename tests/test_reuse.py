@@ -281,3 +281,21 @@ def test_decisions_are_explained_in_the_job_console(make_stack: Callable[..., St
     second = completed(stack, schedule(stack, profile))
     wait_until(lambda: "its 2nd job" in stack.gocd.job(second.job_id).console_text, 5, "the reuse line")
     assert f"reused pod {name}, its 2nd job" in stack.gocd.job(second.job_id).console_text
+
+
+def test_a_job_whose_idle_pod_went_away_gets_a_pod_at_the_next_ping_not_after_a_resend(
+    make_stack: Callable[..., Stack],
+) -> None:
+    # Slow polls: create-agent reaches the backend first and counts on the idle pod.
+    stack = make_stack(boot_delay=5, poll_interval_s=45)
+    profile = reuse_profile(stack)
+    idle_pod = run_to_idle(stack, schedule(stack, profile))
+    job = schedule(stack, profile, name="next", duration=600)
+    wait_until(
+        lambda: "no new pod needed" in stack.gocd.job(job.job_id).console_text, 10, "the job to count on it"
+    )
+    stack.kubelet.evict(idle_pod)
+    taken = assigned(stack, job, timeout_s=20)
+    assert taken.agent_id != idle_pod
+    assert taken.create_agent_sends == 1, "a pod was created at the next ping, with the job's unused key"
+    assert (taken.wait_s or 0) < 120
