@@ -1,4 +1,4 @@
-"""Command line: `python -m elastic_agent serve|demo`."""
+"""Command line: `python -m elastic_agent serve|demo|advise`."""
 
 from __future__ import annotations
 
@@ -29,12 +29,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--speed", type=float, default=30.0, help="simulated seconds per real second (default 30)"
     )
     demo.add_argument("--seed", type=int, default=7)
+    advise = commands.add_parser(
+        "advise", help="simulate IdleTimeout and MinIdlePods candidates per profile on a trace of jobs"
+    )
+    advise.add_argument("trace", help="trace: .jsonl or .csv with at,profile,environment,pipeline,duration")
+    advise.add_argument("--idle-timeouts", default="2m,5m,10m,20m", help="IdleTimeout candidates")
+    advise.add_argument("--min-idle", default="0,1", help="MinIdlePods candidates (default 0,1)")
+    advise.add_argument(
+        "--target", type=float, default=0.2, help="mean wait wanted, as a share of one pod per job's"
+    )
+    advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
+    advise.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "advise":
+        return _advise(args)
     from elastic_agent.demo import run_demo
 
     return run_demo(jobs=args.jobs, speed=args.speed, seed=args.seed)
+
+
+def _advise(args: argparse.Namespace) -> int:
+    from elastic_agent.simulation.advisor import run_advisor
+    from elastic_agent.simulation.workload import TraceError
+
+    try:
+        return run_advisor(
+            args.trace,
+            idle_timeouts=[t.strip() for t in args.idle_timeouts.split(",") if t.strip()],
+            min_idle=[int(n) for n in args.min_idle.split(",") if n.strip()],
+            target=args.target,
+            seed=args.seed,
+            max_jobs=args.max_jobs,
+        )
+    except (OSError, TraceError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,0 +1,278 @@
+"""Service benchmarks over real HTTP against the production server (waitress, `python -m elastic_agent
+serve` in its own process), with 5,000 pods in the cluster and 5,000 agents in GoCD.
+
+    python -m benchmarks.service_bench [--pods 5000] [--requests 3000] [--seconds 10]
+
+The fake Kubernetes API server (over HTTP, the real `kubernetes` client talks to it) and a fixed GoCD
+callback endpoint run in this process; the backend runs alone in a child process, so its RSS is its own.
+Kubernetes API calls are counted where they arrive: at the fake API server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from werkzeug.serving import WSGIRequestHandler, make_server
+
+from elastic_agent import labels
+from elastic_agent.clock import SystemClock
+from elastic_agent.job_spec import JobSpecs
+from elastic_agent.messages import JobIdentifier
+from elastic_agent.pods import PodIdentity, build_pod, cluster_label
+from elastic_agent.simulation.fake_kube import FakeKubeServer
+from elastic_agent.simulation.measures import percentile
+from profiles.cluster import ClusterProfile
+
+TOKEN = "service-benchmark-token"
+SERVER_ID = "benchmark-gocd"
+NAMESPACE = "bench"
+
+
+@dataclass
+class Fixture:
+    kube: FakeKubeServer
+    cluster: dict[str, str]
+    elastic: dict[str, str]
+    idle: list[str]
+    busy: list[str]
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
+def gocd_callbacks(agents: list[dict[str, str]]) -> tuple[str, Callable[[], None]]:
+    """A GoCD callback endpoint with a fixed list of agents; every other call answers 200."""
+    listing = json.dumps(agents).encode()
+    info = json.dumps({"server_id": SERVER_ID, "site_url": "http://gocd.test/go"}).encode()
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        environ["wsgi.input"].read(length)
+        path = environ.get("PATH_INFO", "")
+        body = listing if path.endswith("list-agents") else info if path.endswith("server-info.get") else b""
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [body]
+
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_Quiet)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}", server.shutdown
+
+
+def populate(kube: FakeKubeServer, pods: int, idle_share: float = 0.2) -> Fixture:
+    """`pods` reusable pods of one profile, owned by the backend: a share idle, the rest busy."""
+    cluster = {
+        "go_server_url": "https://gocd.example.test/go",
+        "kubernetes_cluster_url": kube.url,
+        "namespace": NAMESPACE,
+        "pending_pods_count": "100000",
+        "idle_timeout": "10m",
+    }
+    elastic = {"Image": "registry.example.test/agents/java:1", "Reuse": "true"}
+    profile = ClusterProfile.from_properties(cluster)
+    spec = JobSpecs(SystemClock(), lambda url: "").spec(elastic, profile, None, "pipeline")
+    identity = PodIdentity(server_id=SERVER_ID, cluster=cluster_label(profile.cluster_key))
+    now = time.time()
+    idle: list[str] = []
+    busy: list[str] = []
+    for index in range(pods):
+        job = JobIdentifier(**_job(index + 1))
+        manifest = build_pod(
+            spec.template, identity=identity, namespace=NAMESPACE, job=job, spec=spec,
+            auto_register_key=f"key-{index}", go_server_url=profile.go_server_url, now=now,
+        )  # fmt: skip
+        is_idle = index < pods * idle_share
+        manifest["metadata"]["annotations"] |= {
+            labels.ANN_STATE: "idle" if is_idle else "busy",
+            labels.ANN_REGISTERED: "true",
+            labels.ANN_JOBS_RUN: "1",
+            labels.ANN_STATE_SINCE: f"{now:.3f}",
+        }
+        created = kube.store.create_pod(NAMESPACE, manifest)
+        (idle if is_idle else busy).append(created["metadata"]["name"])
+    return Fixture(kube, cluster, elastic, idle, busy)
+
+
+def _job(job_id: int, pipeline: str = "pipeline") -> dict[str, Any]:
+    return {
+        "pipeline_name": pipeline, "pipeline_label": "1", "pipeline_counter": 1, "stage_name": "build",
+        "stage_counter": "1", "job_name": "job", "job_id": job_id,
+    }  # fmt: skip
+
+
+class Client:
+    """One keep-alive HTTP connection speaking the bridge contract."""
+
+    def __init__(self, port: int, callback_url: str) -> None:
+        self._connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self._headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "X-GoCD-Extension-Version": "5.0",
+            "X-GoCD-Callback-URL": callback_url,
+            "Content-Type": "application/json",
+        }
+
+    def send(self, name: str, body: dict[str, Any]) -> tuple[int, str, float]:
+        payload = json.dumps(body)
+        started = time.perf_counter()
+        self._connection.request("POST", f"/gocd/plugin/cd.go.elastic-agent.{name}", payload, self._headers)
+        response = self._connection.getresponse()
+        text = response.read().decode()
+        return response.status, text, time.perf_counter() - started
+
+
+def start_backend(callback_url: str) -> tuple[subprocess.Popen[bytes], int]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, GOCD_ELASTIC_AGENT_TOKEN=TOKEN)
+    command = [sys.executable, "-m", "elastic_agent", "serve", "--bind", f"127.0.0.1:{port}",
+               "--callback-url", callback_url, "--log-level", "WARNING"]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the backend did not start listening within 30 s")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def summary(latencies: Sequence[float]) -> str:
+    ordered = sorted(latencies)
+    return (
+        f"n={len(ordered)} p50={percentile(ordered, 0.5) * 1000:.2f} ms "
+        f"p99={percentile(ordered, 0.99) * 1000:.2f} ms mean={statistics.fmean(ordered) * 1000:.2f} ms"
+    )
+
+
+def throughput(port: int, callback_url: str, body: dict[str, Any], seconds: float, threads: int) -> float:
+    counts = [0] * threads
+    stop = time.monotonic() + seconds
+
+    def work(slot: int) -> None:
+        client = Client(port, callback_url)
+        while time.monotonic() < stop:
+            client.send("should-assign-work", body)
+            counts[slot] += 1
+
+    workers = [threading.Thread(target=work, args=(slot,)) for slot in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return sum(counts) / seconds
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--requests", type=int, default=3000, help="should-assign-work requests timed")
+    parser.add_argument("--creates", type=int, default=300, help="create-agent requests timed")
+    parser.add_argument("--seconds", type=float, default=10.0, help="throughput run length")
+    parser.add_argument("--threads", type=int, default=4, help="client threads for throughput")
+    args = parser.parse_args(argv)
+    kube = FakeKubeServer()
+    kube.start()
+    fixture = populate(kube, args.pods)
+    agents = [
+        {"agent_id": name, "agent_state": state, "build_state": state, "config_state": "Enabled"}
+        for names, state in ((fixture.idle, "Idle"), (fixture.busy, "Building"))
+        for name in names
+    ]
+    callback_url, stop_callbacks = gocd_callbacks(agents)
+    process, port = start_backend(callback_url)
+    lines = [f"pods in the cluster and agents in GoCD: {args.pods} ({len(fixture.idle)} idle, "
+             f"{len(fixture.busy)} busy)"]  # fmt: skip
+    try:
+        client = Client(port, callback_url)
+        ping = {"all_cluster_profile_properties": [fixture.cluster]}
+        started = time.perf_counter()
+        client.send("server-ping", ping)  # connects the pool and lists the pods
+        lines.append(
+            f"first server-ping (connect, list {args.pods} pods): {time.perf_counter() - started:.2f} s"
+        )
+        requests_log = kube.api.requests
+        ping_times, ping_calls = [], []
+        for _ in range(5):
+            before = len(requests_log)
+            _, _, elapsed = client.send("server-ping", ping)
+            ping_times.append(elapsed)
+            ping_calls.append(len(requests_log) - before)
+        lines.append(f"server-ping, nothing changed: {summary(ping_times)}; Kubernetes API calls per ping: "
+                     f"{ping_calls}")  # fmt: skip
+        # should-assign-work that answers false (a busy pod asked about a waiting job): state unchanged.
+        ask = {
+            "agent": {"agent_id": fixture.busy[0], "agent_state": "Idle", "build_state": "Idle",
+                      "config_state": "Enabled"},
+            "elastic_agent_profile_properties": fixture.elastic,
+            "cluster_profile_properties": fixture.cluster,
+            "job_identifier": _job(10_000_000),
+        }  # fmt: skip
+        for _ in range(200):
+            client.send("should-assign-work", ask)
+        latencies = [client.send("should-assign-work", ask)[2] for _ in range(args.requests)]
+        lines.append(f"should-assign-work (false), one client: {summary(latencies)}")
+        # should-assign-work that answers true: each idle pod once (it becomes busy).
+        answers, latencies = [], []
+        for index, name in enumerate(fixture.idle):
+            body = dict(ask, agent=dict(ask["agent"], agent_id=name), job_identifier=_job(20_000_000 + index))
+            _, text, elapsed = client.send("should-assign-work", body)
+            answers.append(text)
+            latencies.append(elapsed)
+        lines.append(f"should-assign-work (true), one client: {summary(latencies)}; "
+                     f"true answers {answers.count('true')}/{len(answers)}")  # fmt: skip
+        rate = throughput(port, callback_url, ask, args.seconds, args.threads)
+        lines.append(f"should-assign-work throughput, {args.threads} client threads: {rate:.0f} req/s")
+        latencies = []
+        for index in range(args.creates):
+            create: dict[str, Any] = {
+                "auto_register_key": f"bench-key-{index}",
+                "elastic_agent_profile_properties": dict(fixture.elastic, Image="registry.example.test/x:1"),
+                "cluster_profile_properties": fixture.cluster,
+                "job_identifier": _job(30_000_000 + index),
+            }
+            latencies.append(client.send("create-agent", create)[2])
+        lines.append(f"create-agent (creates a pod), one client: {summary(latencies)}")
+        time.sleep(1.0)  # let the annotation writer and the watch settle
+        before = len(requests_log)
+        _, _, elapsed = client.send("server-ping", ping)
+        lines.append(f"server-ping after the above: {elapsed * 1000:.0f} ms, "
+                     f"{len(requests_log) - before} Kubernetes API calls")  # fmt: skip
+        lines.append(f"backend RSS: {rss_mb(process.pid):.0f} MB")
+    finally:
+        process.terminate()
+        process.wait(10)
+        stop_callbacks()
+        kube.stop()
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

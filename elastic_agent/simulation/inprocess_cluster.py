@@ -1,0 +1,361 @@
+"""A `ClusterPort` over the fake cluster's store, in process: no HTTP, no watch thread, no copies to spare.
+
+The pool sees exactly the contract of `elastic_agent.kube.port`: `pods()`/`get()` read a cache that the
+store's listener keeps current (synchronously, so a write is visible the moment it returns, as the real
+adapter's read-your-writes gives), writes go to the store, a merge patch carrying a resourceVersion is a
+compare-and-swap that raises `Conflict`.
+
+`SimulationKubeStore` is the store for long simulations: the same semantics as `FakeKubeStore`, but
+events are indexed per pod (the base class scans every event of the namespace to count repeats) and
+dropped with their pod, logs too, and one immutable snapshot per change is shared by all listeners
+instead of one deep copy each. Stored pods are never mutated in place, so sharing is safe for readers.
+
+Pod names: `build_pod` draws a random suffix per pod. For results that are identical for a seed, the
+port renames each new pod to `<prefix>-<counter>` (and its GO_EA agent id with it) before creating it;
+names are opaque to the pool, so decisions do not change, only become reproducible.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from elastic_agent.clock import Clock
+from elastic_agent.kube.adapter import pod_view
+from elastic_agent.kube.port import ClusterError, Conflict, NotFound, PodListener, PodView
+from elastic_agent.simulation.fake_kube_objects import merge_patch
+from elastic_agent.simulation.fake_kube_store import Change, FakeKubeStore, Obj, StoreError, rfc3339
+
+AGENT_ID_VAR = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
+
+
+def json_copy(obj: Any) -> Any:
+    """A deep copy of a JSON-shaped value (dicts, lists, scalars): several times faster than deepcopy."""
+    kind = type(obj)
+    if kind is dict:
+        return {key: json_copy(value) for key, value in obj.items()}
+    if kind is list:
+        return [json_copy(value) for value in obj]
+    return obj
+
+
+class SimulationKubeStore(FakeKubeStore):
+    """`FakeKubeStore` tuned for 100,000-pod simulations (see the module's docstring)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._pod_events: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        self.keep_logs = False
+
+    # Structural sharing: a stored pod is never changed in place, so a new version copies only what it
+    # changes (metadata or status) and shares the rest (the spec) with the version before.
+
+    def create_pod(self, ns: str, body: Mapping[str, Any]) -> Obj:
+        meta = body.get("metadata") or {}
+        if not meta.get("name") or meta.get("namespace", ns) != ns:
+            return super().create_pod(ns, body)  # the base class explains what is wrong
+        pod = json_copy(dict(body))
+        meta = pod["metadata"]
+        with self._txn():
+            self._tick_locked()
+            name = meta["name"]
+            if name in self._pods.get(ns, {}):
+                raise StoreError(409, "AlreadyExists", f'pods "{name}" already exists')
+            meta.update(
+                namespace=ns,
+                uid=f"uid-{self._rv + 1}",
+                creationTimestamp=rfc3339(self.clock.now()),
+                resourceVersion=str(self._bump()),
+            )
+            pod["apiVersion"], pod["kind"] = "v1", "Pod"
+            pod.setdefault("spec", {})
+            pod["status"] = {"phase": "Pending"}
+            self._pods.setdefault(ns, {})[name] = pod
+            self._record("ADDED", ns, pod, None)
+            return pod
+
+    def patch_pod(self, ns: str, name: str, patch: Any, content_type: str) -> Obj:
+        if "json-patch" in content_type or not isinstance(patch, dict) or set(patch) - {"metadata"}:
+            return super().patch_pod(ns, name, patch, content_type)
+        with self._txn():
+            self._tick_locked()
+            current = self._pod(ns, name)
+            wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted_rv is not None and str(wanted_rv) != current["metadata"]["resourceVersion"]:
+                raise StoreError(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on pods "{name}": the object has been modified; '
+                    "please apply your changes to the latest version and try again",
+                )
+            metadata = merge_patch(current["metadata"], patch.get("metadata") or {})
+            for immutable in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
+                if immutable in current["metadata"]:
+                    metadata[immutable] = current["metadata"][immutable]
+            return self._replace(ns, name, current, {**current, "metadata": metadata})
+
+    def update_status(self, ns: str, name: str, uid: str | None, status: Mapping[str, Any]) -> Obj | None:
+        with self._txn():
+            current = self._pods.get(ns, {}).get(name)
+            if current is None or (uid is not None and current["metadata"]["uid"] != uid):
+                return None
+            status = dict(status)
+            node = status.pop("nodeName", None)
+            updated = {**current, "metadata": dict(current["metadata"])}
+            if node:
+                updated["spec"] = {**current["spec"], "nodeName": node}
+            updated["status"] = merge_patch(current.get("status") or {}, status)
+            return self._replace(ns, name, current, updated)
+
+    def _replace(self, ns: str, name: str, current: Obj, updated: Obj) -> Obj:
+        updated["metadata"]["resourceVersion"] = str(self._bump())
+        self._pods[ns][name] = updated
+        self._record("MODIFIED", ns, updated, current)
+        # Shared, not copied: in a simulation the only callers (the in-process port, the kubelet) read.
+        return updated
+
+    def _remove_locked(self, ns: str, name: str, now: float) -> Obj:
+        current = self._pods[ns].pop(name)
+        metadata = dict(current["metadata"])
+        metadata.setdefault("deletionTimestamp", rfc3339(now))
+        metadata.setdefault("deletionGracePeriodSeconds", 0)
+        metadata["resourceVersion"] = str(self._bump())
+        gone = {**current, "metadata": metadata}
+        self._record("DELETED", ns, gone, current)
+        self._pod_events.pop((ns, name), None)
+        self._logs.pop((ns, name), None)
+        return gone
+
+    @staticmethod
+    def _notify(changes: Iterable[Change], listeners: list[Callable[[str, Obj], None]]) -> None:
+        # One snapshot for every listener: the change's object is never mutated after it is recorded.
+        for change in changes:
+            for listener in listeners:
+                listener(change.type, change.obj)
+
+    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None:
+        with self._lock:
+            now = rfc3339(self.clock.now())
+            events = self._pod_events.setdefault((ns, pod_name), {})
+            event = events.get((reason, message))
+            if event is not None:
+                event["count"] += 1
+                event["lastTimestamp"] = now
+                return
+            events[(reason, message)] = {
+                "metadata": {"name": f"{pod_name}.{len(events)}", "namespace": ns},
+                "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": ns},
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "count": 1,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+            }
+
+    def list_events(self, ns: str, field_selector: str | None = None) -> tuple[list[Obj], int]:
+        with self._lock:
+            name = (field_selector or "").partition("involvedObject.name=")[2].split(",")[0]
+            groups = (
+                [self._pod_events.get((ns, name), {})]
+                if name
+                else [events for (space, _), events in self._pod_events.items() if space == ns]
+            )
+            return [json_copy(event) for group in groups for event in group.values()], self._rv
+
+    def append_log(self, ns: str, pod_name: str, line: str) -> None:
+        if self.keep_logs:
+            super().append_log(ns, pod_name, line)
+
+
+class InProcessCluster:
+    """`ClusterPort` for one namespace of a `FakeKubeStore`, watching only pods that carry `selector`."""
+
+    def __init__(
+        self,
+        store: FakeKubeStore,
+        namespace: str,
+        selector: Mapping[str, str],
+        *,
+        rename: bool = True,
+        name_prefix: str = "agent",
+        counter: Callable[[], int] | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.last_error: ClusterError | None = None
+        self.api_calls: dict[str, int] = {}
+        self._store = store
+        self._selector = dict(selector)
+        self._selector_items = tuple(self._selector.items())
+        self._cache: dict[str, PodView] = {}
+        self._listeners: list[PodListener] = []
+        self._rename = rename
+        self._name_prefix = name_prefix
+        self._counter = counter or itertools.count(1).__next__
+        self._synced = False
+        store.add_listener(self._on_change)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._synced:
+            return
+        self._count("list")
+        items, _ = self._store.list_pods(self.namespace)
+        for item in items:
+            self._on_change("ADDED", item)
+        self._synced = True
+
+    def stop(self) -> None:
+        pass
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self._synced
+
+    def add_listener(self, listener: PodListener) -> None:
+        self._listeners.append(listener)
+
+    # -- reads (cache only) --------------------------------------------------------------------------
+
+    def pods(self) -> list[PodView]:
+        return sorted(self._cache.values(), key=_name) if not self._rename else list(self._cache.values())
+
+    def get(self, name: str) -> PodView | None:
+        return self._cache.get(name)
+
+    # -- writes --------------------------------------------------------------------------------------
+
+    def create_pod(self, manifest: Mapping[str, Any]) -> PodView:
+        body = json_copy(dict(manifest))
+        meta = body.setdefault("metadata", {})
+        labels = meta.setdefault("labels", {})
+        for key, value in self._selector_items:
+            if labels.setdefault(key, value) != value:
+                raise ValueError(f"the pod's label {key}={labels[key]} contradicts this cluster's {value}")
+        if self._rename:
+            _rename(body, f"{self._name_prefix}-{self._counter():06d}")
+        self._count("create")
+        try:
+            created = self._store.create_pod(self.namespace, body)
+        except StoreError as error:
+            raise _cluster_error(error, "create") from None
+        return self._cache.get(created["metadata"]["name"]) or pod_view(created)
+
+    def patch_pod_metadata(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str | None] | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
+    ) -> PodView:
+        metadata: dict[str, Any] = {}
+        if labels:
+            metadata["labels"] = dict(labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        self._count("patch")
+        try:
+            patched = self._store.patch_pod(
+                self.namespace, name, {"metadata": metadata}, "application/merge-patch+json"
+            )
+        except StoreError as error:
+            raise _cluster_error(error, "patch") from None
+        return self._cache.get(name) or pod_view(patched)
+
+    def delete_pod(self, name: str) -> None:
+        self._count("delete")
+        try:
+            self._store.delete_pod(self.namespace, name)
+        except StoreError as error:
+            if error.code != 404:
+                raise _cluster_error(error, "delete") from None
+            gone = self._cache.pop(name, None)
+            if gone is not None:
+                self._tell("DELETED", gone)
+
+    def pod_events(self, name: str) -> list[dict[str, Any]]:
+        self._count("events")
+        items, _ = self._store.list_events(self.namespace, f"involvedObject.name={name}")
+        return [
+            {
+                "type": e.get("type"),
+                "reason": e.get("reason"),
+                "message": e.get("message"),
+                "count": e.get("count") or 1,
+                "last_seen": 0.0,
+            }
+            for e in items
+        ]
+
+    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+        self._count("log")
+        try:
+            return self._store.get_log(self.namespace, name, tail_lines)
+        except StoreError as error:
+            raise _cluster_error(error, "log") from None
+
+    # -- the cache -----------------------------------------------------------------------------------
+
+    def _count(self, verb: str) -> None:
+        self.api_calls[verb] = self.api_calls.get(verb, 0) + 1
+
+    def _on_change(self, kind: str, obj: Obj) -> None:
+        meta = obj["metadata"]
+        if meta.get("namespace") != self.namespace:
+            return
+        name = meta["name"]
+        pod_labels = meta.get("labels") or {}
+        ours = all(pod_labels.get(key) == value for key, value in self._selector_items)
+        if kind == "DELETED" or not ours:
+            gone = self._cache.pop(name, None)
+            if gone is not None:
+                self._tell("DELETED", gone)
+            return
+        view = pod_view(obj)
+        existed = name in self._cache
+        self._cache[name] = view
+        self._tell("MODIFIED" if existed else "ADDED", view)
+
+    def _tell(self, kind: str, view: PodView) -> None:
+        for listener in self._listeners:
+            listener(kind, view)
+
+
+def _name(view: PodView) -> str:
+    return view.name
+
+
+def _rename(body: dict[str, Any], name: str) -> None:
+    meta = body["metadata"]
+    old = meta.get("name")
+    meta["name"] = name
+    for container in (body.get("spec") or {}).get("containers") or []:
+        for item in container.get("env") or []:
+            if item.get("name") == AGENT_ID_VAR and item.get("value") == old:
+                item["value"] = name
+
+
+def _cluster_error(error: StoreError, verb: str) -> ClusterError:
+    message = f"the fake cluster answered {error.code} to {verb}: {error.message}"
+    if error.code == 409 and error.reason == "Conflict":
+        return Conflict(message, 409)
+    if error.code == 404:
+        return NotFound(message, 404)
+    return ClusterError(message, error.code)
+
+
+def store_cluster_factory(
+    store: FakeKubeStore, **options: Any
+) -> Callable[[Any, Any, Clock], InProcessCluster]:
+    """A `cluster_factory` for `build_backend`/`Backend`: every cluster profile maps to its namespace
+    of `store`, selecting the backend's own pods."""
+    counter = itertools.count(1).__next__
+
+    def factory(profile: Any, identity: Any, clock: Clock) -> InProcessCluster:
+        return InProcessCluster(store, profile.namespace, identity.selector(), counter=counter, **options)
+
+    return factory

@@ -1,0 +1,271 @@
+"""The discrete-event simulation: a trace replayed through the simulated GoCD server, the fake cluster
+with its kubelet, and a plugin (this project's backend in process, or a baseline), in virtual time.
+
+One loop: find the earliest due time among the GoCD model (scheduler ticks, agent polls, job ends,
+pings), the kubelet (pods finishing their boot) and the trace (the next arrival); move the clock there;
+let the trace schedule its jobs, the kubelet start pods (agents register), the model do its work (which
+calls the plugin), then let the plugin settle (the backend's deferred annotation writes) and the kubelet
+see what the plugin created or deleted. Nothing sleeps and no thread runs, so a seed fixes everything.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from elastic_agent.clock import ManualClock
+from elastic_agent.simulation.fake_kube_store import Obj
+from elastic_agent.simulation.gocd_callbacks import ServerApi
+from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
+from elastic_agent.simulation.inprocess import InProcessTransport, build_inprocess_backend
+from elastic_agent.simulation.inprocess_cluster import SimulationKubeStore, store_cluster_factory
+from elastic_agent.simulation.kubelet import SimulatedKubelet
+from elastic_agent.simulation.measures import PodTracker, PolicyResult, summarize
+from elastic_agent.simulation.workload import TraceJob
+from profiles.quantities import parse_duration
+
+START = 1_700_000_000.0
+_EPSILON_S = 1e-6
+
+
+class VirtualClock(ManualClock):
+    """ManualClock for one thread: no lock, and `sleep` does not move time (nothing else could run
+    meanwhile, so sleeping would only skip over due events); sleeps are counted instead."""
+
+    def __init__(self, start: float = START) -> None:
+        super().__init__(start)
+        self.sleeps = 0
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+
+    def move_to(self, at: float) -> None:
+        if at > self._now:
+            self._now = at
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    seed: int = 1
+    boot_median_s: float = 25.0  # pod boot (schedule, pull, JVM, register): lognormal around this
+    boot_sigma: float = 0.3
+    boot_bounds_s: tuple[float, float] = (5.0, 180.0)
+    poll_interval_s: float = 5.0
+    poll_jitter: float = 0.2
+    resend_s: float = 120.0  # GoCD's jobStarvationTimeout: create-agent re-sent to a waiting job
+    ping_s: float = 60.0
+    scheduler_s: float = 5.0
+    namespace: str = "ci"
+    pending_pods_count: int = 100
+    console: bool = False  # write decision lines to job consoles (costs time, changes no measure)
+    tail_s: float | None = None  # after the last job: run this long (None: until pods are gone or 2h)
+
+    def gocd_config(self) -> GoCDConfig:
+        return GoCDConfig(
+            scheduler_interval_s=self.scheduler_s,
+            job_starvation_timeout_s=self.resend_s,
+            poll_interval_s=self.poll_interval_s,
+            poll_jitter=self.poll_jitter,
+            ping_interval_s=self.ping_s,
+            seed=self.seed,
+        )
+
+
+@dataclass
+class PluginWorld:
+    """What a plugin may use in a simulation: the clock, the cluster's store, the server's API."""
+
+    clock: VirtualClock
+    store: SimulationKubeStore
+    api: ServerApi
+    settings: SimSettings
+
+
+class SimulatedPlugin(Protocol):
+    def send(self, request_name: str, body: str) -> tuple[int, str]: ...
+
+    def settle(self) -> None:
+        """Finish what the plugin does "right after" a request (deferred writes)."""
+
+
+PluginFactory = Callable[[PluginWorld], SimulatedPlugin]
+
+
+class ProjectPlugin:
+    """This project's backend, in process."""
+
+    def __init__(self, world: PluginWorld) -> None:
+        factory = store_cluster_factory(world.store)
+        self.backend = build_inprocess_backend(
+            world.clock, world.api, factory, console=world.settings.console
+        )
+        self.transport = InProcessTransport(self.backend)
+        self.settle_s = 0.0
+
+    def send(self, request_name: str, body: str) -> tuple[int, str]:
+        return self.transport.send(request_name, body)
+
+    def settle(self) -> None:
+        started = time.perf_counter()
+        self.backend.drain_writes()
+        self.settle_s += time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One way of running the trace: profile properties for every job, and which plugin answers."""
+
+    name: str
+    elastic: Mapping[str, str] = field(default_factory=dict)
+    per_profile: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    cluster: Mapping[str, str] = field(default_factory=dict)
+    plugin: PluginFactory = ProjectPlugin
+
+    def elastic_properties(self, profile: str) -> dict[str, str]:
+        return {
+            "Image": f"registry.example.test/agents/{profile}:1",
+            "PodSpecType": "properties",
+            **self.elastic,
+            **self.per_profile.get(profile, {}),
+        }
+
+    def max_idle_timeout_s(self) -> float:
+        texts = [self.elastic.get("IdleTimeout"), self.cluster.get("idle_timeout")]
+        texts += [p.get("IdleTimeout") for p in self.per_profile.values()]
+        return max([_seconds(t) for t in texts if t] or [600.0])
+
+
+def cluster_properties(settings: SimSettings, overrides: Mapping[str, str]) -> dict[str, str]:
+    return {
+        "go_server_url": "https://gocd.example.test/go",
+        "kubernetes_cluster_url": "https://kubernetes.example.test",
+        "namespace": settings.namespace,
+        "pending_pods_count": str(settings.pending_pods_count),
+        "auto_register_timeout": "10m",
+        **overrides,
+    }
+
+
+class _LateTransport:
+    """The model needs a transport before the plugin (which needs the model's API) exists."""
+
+    target: SimulatedPlugin | None = None
+
+    def send(self, request_name: str, body: str) -> tuple[int, str]:
+        assert self.target is not None
+        return self.target.send(request_name, body)
+
+
+class Simulation:
+    def __init__(self, trace: Sequence[TraceJob], policy: Policy, settings: SimSettings | None = None):
+        self.trace = list(trace)
+        self.policy = policy
+        self.settings = settings = settings or SimSettings()
+        self.clock = VirtualClock()
+        self.store = SimulationKubeStore(clock=self.clock)
+        self.tracker = PodTracker(self.clock)
+        self.store.add_listener(self.tracker.on_change)
+        self._changes = self._changes_seen = 0
+        self.store.add_listener(self._count_change)
+        transport = _LateTransport()
+        self.model = SimulatedGoCD(self.clock, transport, settings.gocd_config())
+        world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings)
+        self.plugin = policy.plugin(world)
+        transport.target = self.plugin
+        boot_rng = random.Random(settings.seed * 7919 + 17)
+        self.kubelet = SimulatedKubelet(
+            self.store, self.clock, self.model, boot_delay=lambda pod: self._boot(boot_rng, pod)
+        )
+        self.cluster = cluster_properties(settings, policy.cluster)
+        self._profiles: dict[str, dict[str, str]] = {}
+        self.events = 0
+
+    def _boot(self, rng: random.Random, pod: Obj) -> float:
+        low, high = self.settings.boot_bounds_s
+        drawn = rng.lognormvariate(math.log(self.settings.boot_median_s), self.settings.boot_sigma)
+        return min(high, max(low, drawn))
+
+    def _schedule(self, job: TraceJob) -> None:
+        properties = self._profiles.get(job.profile)
+        if properties is None:
+            properties = self._profiles[job.profile] = self.policy.elastic_properties(job.profile)
+        self.model.schedule_job(
+            job.pipeline, "build", "job", properties, self.cluster, job.environment, job.duration
+        )
+
+    def run(self) -> PolicyResult:
+        started = time.perf_counter()
+        clock, model, kubelet, plugin = self.clock, self.model, self.kubelet, self.plugin
+        origin = clock.now()
+        pending = self.trace
+        index, count = 0, len(pending)
+        tail = self.settings.tail_s
+        idle_tail = self.policy.max_idle_timeout_s() + 3 * self.settings.ping_s
+        hard_end = math.inf
+        limit = origin + self._limit()
+        while True:
+            arrival = origin + pending[index].at if index < count else math.inf
+            due = min(model.next_due_at(), kubelet.next_due() or math.inf, arrival)
+            if index >= count and math.isinf(hard_end) and model.stats.job_completions_sent >= count:
+                # Every job ran: go on until the pods are gone or idle timeouts have surely passed.
+                hard_end = clock.now() + (tail if tail is not None else idle_tail)
+            if index >= count and not math.isinf(hard_end) and (self.tracker.live == 0 or due > hard_end):
+                break
+            if due > limit:
+                break  # something never finishes (a starving baseline): stop and report what happened
+            clock.move_to(due)
+            now = clock.now()
+            while index < count and origin + pending[index].at <= now + _EPSILON_S:
+                self._schedule(pending[index])
+                index += 1
+            self._kubelet_step(now)
+            model.step()
+            plugin.settle()
+            self._kubelet_step(now)
+            self.events += 1
+        return summarize(
+            self.policy.name,
+            model,
+            self.tracker,
+            jobs=count,
+            end=clock.now(),
+            resend_s=self.settings.resend_s,
+            wall_s=time.perf_counter() - started,
+            events=self.events,
+            simulated_s=clock.now() - origin,
+        )
+
+    def _kubelet_step(self, now: float) -> None:
+        """Step the kubelet only when it has something to hear or do (a step costs a store round)."""
+        due = self.kubelet.next_due()
+        if self._changes != self._changes_seen or (due is not None and due <= now + _EPSILON_S):
+            self._changes_seen = self._changes
+            self.kubelet.step()
+
+    def _count_change(self, kind: str, obj: Obj) -> None:
+        self._changes += 1
+
+    def _limit(self) -> float:
+        last = self.trace[-1].at if self.trace else 0.0
+        longest = max((job.duration for job in self.trace), default=0.0)
+        return last + longest + 6 * 3600.0
+
+
+def _seconds(text: str) -> float:
+    return parse_duration(text)  # the profiles' own reading of "10m", "90s", "2h"
+
+
+def run_policies(
+    trace: Sequence[TraceJob], policies: Sequence[Policy], settings: SimSettings | None = None
+) -> list[PolicyResult]:
+    return [Simulation(trace, policy, settings).run() for policy in policies]
