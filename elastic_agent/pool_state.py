@@ -242,6 +242,13 @@ class PoolState:
         with self.lock:
             return dict(self._recipes)
 
+    def forget_assignment(self, name: str, job_id: int | None) -> None:
+        """The pod's job is over without a job-completion (GoCD says the agent is idle)."""
+        with self.lock:
+            self._assigned_at.pop(name, None)
+            if job_id is not None and self._pod_of_job.get(job_id) == name:
+                del self._pod_of_job[job_id]
+
     def assigned_at(self, name: str, default: float) -> float:
         with self.lock:
             return self._assigned_at.get(name, default)

@@ -61,6 +61,7 @@ def _repair(pool: ClusterPool, record: PodRecord, agent: Agent | None, now: floa
         # (and a one-job pod, idle with its job done, is retired below).
         ran = {labels.ANN_JOBS_RUN: str(record.jobs_run + 1)}
         pool.change(record.name, pool.idle_changes(now) | ran, NO_JOB_LABELS)
+        pool.forget_assignment(record.name, record.current_job_id)
         return f"pod {record.name} is idle according to GoCD (a job-completion was lost): marked idle"
     return None
 
