@@ -7,7 +7,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from elastic_agent.job_spec import JobSpec
 from elastic_agent.kube.port import ClusterError
+from elastic_agent.messages import JobIdentifier
 from elastic_agent.pool_state import PoolState
 
 log = logging.getLogger(__name__)
@@ -32,16 +34,10 @@ class WarmPool(PoolState):
                     key, entry.key = entry.key, None
                     token: Any = ("waiting", entry.job.job_id)
                     self._creating[token] = fingerprint
-                try:
-                    assert key is not None
-                    created.append(self._create(entry.job, spec, key, self.clock.now(), token))
-                except ClusterError as error:
-                    log.warning("could not create a pod for waiting jobs: %s", error)
+                name = self._create_reserved(token, entry.job, spec, key or "")
+                if name is None:
                     break
-                finally:
-                    with self.lock:
-                        self._creating.pop(token, None)
-                        self._creating_names.pop(token, None)
+                created.append(name)
         for name in created:
             self.narrator.decision(f"created pod {name}: jobs of its profile were still waiting")
         return created
@@ -62,17 +58,24 @@ class WarmPool(PoolState):
                     if key is None:
                         break
                     self._warm_tokens += 1
-                    token: Any = ("warm", self._warm_tokens)
+                    token = ("warm", self._warm_tokens)
                     self._creating[token] = fingerprint
-                try:
-                    created.append(self._create(None, spec, key, self.clock.now(), token))
-                except ClusterError as error:
-                    log.warning("could not create a warm pod: %s", error)
+                name = self._create_reserved(token, None, spec, key)
+                if name is None:
                     break
-                finally:
-                    with self.lock:
-                        self._creating.pop(token, None)
-                        self._creating_names.pop(token, None)
+                created.append(name)
         for name in created:
             self.narrator.decision(f"created pod {name} ahead of demand: MinIdlePods of its profile")
         return created
+
+    def _create_reserved(self, token: Any, job: JobIdentifier | None, spec: JobSpec, key: str) -> str | None:
+        """Create the pod reserved under `token` in `_creating`, then drop the reservation."""
+        try:
+            return self._create(job, spec, key, self.clock.now(), token)
+        except ClusterError as error:
+            log.warning("could not create a pod outside create-agent: %s", error)
+            return None
+        finally:
+            with self.lock:
+                self._creating.pop(token, None)
+                self._creating_names.pop(token, None)
