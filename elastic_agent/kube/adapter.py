@@ -28,7 +28,15 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.connect import connect
-from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound, PodListener, PodView
+from elastic_agent.kube.port import (
+    ClusterError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PodListener,
+    PodView,
+    metadata_patch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -189,16 +197,10 @@ class KubeCluster:
         annotations: Mapping[str, str | None] | None = None,
         resource_version: str | None = None,
     ) -> PodView:
-        metadata: dict[str, Any] = {}
-        if labels:
-            metadata["labels"] = dict(labels)
-        if annotations:
-            metadata["annotations"] = dict(annotations)
-        if resource_version is not None:
-            metadata["resourceVersion"] = resource_version  # makes the merge patch a compare-and-swap
+        patch = metadata_patch(labels, annotations, resource_version)
         # The classic client would pick strategic-merge for a dict body; force a JSON merge patch.
         resp = self._call("patch", lambda: self._core.patch_namespaced_pod(
-            name, self.namespace, {"metadata": metadata}, _content_type=MERGE_PATCH,
+            name, self.namespace, patch, _content_type=MERGE_PATCH,
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
         return self._apply_and_notify("MODIFIED", json.loads(resp.data))
 

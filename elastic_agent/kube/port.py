@@ -49,6 +49,22 @@ class Forbidden(ClusterError):
     """401/403: the credentials of the cluster profile are missing, wrong or lack RBAC permissions."""
 
 
+def metadata_patch(
+    labels: Mapping[str, str | None] | None,
+    annotations: Mapping[str, str | None] | None,
+    resource_version: str | None,
+) -> dict[str, Any]:
+    """The JSON merge patch `patch_pod_metadata` sends: with a resourceVersion it is a compare-and-swap."""
+    metadata: dict[str, Any] = {}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {"metadata": metadata}
+
+
 PodListener = Callable[[str, PodView], None]  # (event type ADDED|MODIFIED|DELETED, pod)
 
 

@@ -61,6 +61,24 @@ class _Deletion:
     at: float  # clock time at which a graceful deletion completes
 
 
+def check_resource_version(name: str, current: Obj, wanted: Any) -> None:
+    """Kubernetes' compare-and-swap: a patch naming another resourceVersion is refused with 409."""
+    if wanted is not None and str(wanted) != current["metadata"]["resourceVersion"]:
+        raise StoreError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on pods "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again",
+        )
+
+
+def keep_immutable(current: Obj, updated: Obj) -> None:
+    """A patch never changes a pod's identity or its deletion (metadata fields)."""
+    for immutable in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
+        if immutable in current:
+            updated[immutable] = current[immutable]
+
+
 @dataclass
 class FakeKubeStore:
     """Thread-safe model of the cluster's API objects. `default_grace_seconds` > 0 makes deletions
@@ -135,8 +153,19 @@ class FakeKubeStore:
 
     # -- pods ----------------------------------------------------------------------------------------
 
+    # Hooks for a store that shares unchanged parts of pods instead of copying them (the simulator's).
+    def _copy_in(self, body: Mapping[str, Any]) -> Obj:
+        return copy.deepcopy(dict(body))
+
+    def _share(self, pod: Obj) -> Obj:
+        """What leaves the store: a copy, so no caller can change a stored pod."""
+        return copy.deepcopy(pod)
+
+    def _new_uid(self) -> str:
+        return str(uuid.uuid4())
+
     def create_pod(self, ns: str, body: Mapping[str, Any]) -> Obj:
-        pod = copy.deepcopy(dict(body))
+        pod = self._copy_in(body)
         meta = pod.setdefault("metadata", {})
         if not meta.get("name"):
             if not meta.get("generateName"):
@@ -151,7 +180,7 @@ class FakeKubeStore:
                 raise StoreError(409, "AlreadyExists", f'pods "{name}" already exists')
             meta.update(
                 namespace=ns,
-                uid=str(uuid.uuid4()),
+                uid=self._new_uid(),
                 creationTimestamp=rfc3339(self.clock.now()),
                 resourceVersion=str(self._bump()),
             )
@@ -159,8 +188,8 @@ class FakeKubeStore:
             pod.setdefault("spec", {})
             pod["status"] = {"phase": "Pending"}
             self._pods.setdefault(ns, {})[name] = pod
-            self._record("ADDED", ns, copy.deepcopy(pod), None)
-            return copy.deepcopy(pod)
+            self._record("ADDED", ns, self._share(pod), None)
+            return self._share(pod)
 
     def get_pod(self, ns: str, name: str) -> Obj:
         with self._txn():
@@ -205,16 +234,8 @@ class FakeKubeStore:
                     )
                 updated = copy.deepcopy(current)
                 updated["metadata"] = merge_patch(current["metadata"], patch.get("metadata") or {})
-            if wanted_rv is not None and str(wanted_rv) != current["metadata"]["resourceVersion"]:
-                raise StoreError(
-                    409,
-                    "Conflict",
-                    f'Operation cannot be fulfilled on pods "{name}": the object has been modified; '
-                    "please apply your changes to the latest version and try again",
-                )
-            for immutable in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
-                if immutable in current["metadata"]:
-                    updated["metadata"][immutable] = current["metadata"][immutable]
+            check_resource_version(name, current, wanted_rv)
+            keep_immutable(current["metadata"], updated["metadata"])
             updated["status"] = current["status"]
             return self._replace(ns, name, current, updated)
 

@@ -23,9 +23,17 @@ from typing import Any
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.adapter import pod_view
-from elastic_agent.kube.port import ClusterError, Conflict, NotFound, PodListener, PodView
+from elastic_agent.kube.port import ClusterError, Conflict, NotFound, PodListener, PodView, metadata_patch
 from elastic_agent.simulation.fake_kube_objects import merge_patch
-from elastic_agent.simulation.fake_kube_store import Change, FakeKubeStore, Obj, StoreError, rfc3339
+from elastic_agent.simulation.fake_kube_store import (
+    Change,
+    FakeKubeStore,
+    Obj,
+    StoreError,
+    check_resource_version,
+    keep_immutable,
+    rfc3339,
+)
 
 AGENT_ID_VAR = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
 
@@ -51,29 +59,15 @@ class SimulationKubeStore(FakeKubeStore):
     # Structural sharing: a stored pod is never changed in place, so a new version copies only what it
     # changes (metadata or status) and shares the rest (the spec) with the version before.
 
-    def create_pod(self, ns: str, body: Mapping[str, Any]) -> Obj:
-        meta = body.get("metadata") or {}
-        if not meta.get("name") or meta.get("namespace", ns) != ns:
-            return super().create_pod(ns, body)  # the base class explains what is wrong
-        pod = json_copy(dict(body))
-        meta = pod["metadata"]
-        with self._txn():
-            self._tick_locked()
-            name = meta["name"]
-            if name in self._pods.get(ns, {}):
-                raise StoreError(409, "AlreadyExists", f'pods "{name}" already exists')
-            meta.update(
-                namespace=ns,
-                uid=f"uid-{self._rv + 1}",
-                creationTimestamp=rfc3339(self.clock.now()),
-                resourceVersion=str(self._bump()),
-            )
-            pod["apiVersion"], pod["kind"] = "v1", "Pod"
-            pod.setdefault("spec", {})
-            pod["status"] = {"phase": "Pending"}
-            self._pods.setdefault(ns, {})[name] = pod
-            self._record("ADDED", ns, pod, None)
-            return pod
+    def _copy_in(self, body: Mapping[str, Any]) -> Obj:
+        return json_copy(dict(body))
+
+    def _share(self, pod: Obj) -> Obj:
+        # Shared, not copied: in a simulation the only callers (the in-process port, the kubelet) read.
+        return pod
+
+    def _new_uid(self) -> str:
+        return f"uid-{self._rv + 1}"  # deterministic for a seed, unlike uuid4
 
     def patch_pod(self, ns: str, name: str, patch: Any, content_type: str) -> Obj:
         if "json-patch" in content_type or not isinstance(patch, dict) or set(patch) - {"metadata"}:
@@ -81,18 +75,9 @@ class SimulationKubeStore(FakeKubeStore):
         with self._txn():
             self._tick_locked()
             current = self._pod(ns, name)
-            wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
-            if wanted_rv is not None and str(wanted_rv) != current["metadata"]["resourceVersion"]:
-                raise StoreError(
-                    409,
-                    "Conflict",
-                    f'Operation cannot be fulfilled on pods "{name}": the object has been modified; '
-                    "please apply your changes to the latest version and try again",
-                )
+            check_resource_version(name, current, (patch.get("metadata") or {}).get("resourceVersion"))
             metadata = merge_patch(current["metadata"], patch.get("metadata") or {})
-            for immutable in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"):
-                if immutable in current["metadata"]:
-                    metadata[immutable] = current["metadata"][immutable]
+            keep_immutable(current["metadata"], metadata)
             return self._replace(ns, name, current, {**current, "metadata": metadata})
 
     def update_status(self, ns: str, name: str, uid: str | None, status: Mapping[str, Any]) -> Obj | None:
@@ -250,18 +235,10 @@ class InProcessCluster:
         annotations: Mapping[str, str | None] | None = None,
         resource_version: str | None = None,
     ) -> PodView:
-        metadata: dict[str, Any] = {}
-        if labels:
-            metadata["labels"] = dict(labels)
-        if annotations:
-            metadata["annotations"] = dict(annotations)
-        if resource_version is not None:
-            metadata["resourceVersion"] = resource_version
+        patch = metadata_patch(labels, annotations, resource_version)
         self._count("patch")
         try:
-            patched = self._store.patch_pod(
-                self.namespace, name, {"metadata": metadata}, "application/merge-patch+json"
-            )
+            patched = self._store.patch_pod(self.namespace, name, patch, "application/merge-patch+json")
         except StoreError as error:
             raise _cluster_error(error, "patch") from None
         return self._cache.get(name) or pod_view(patched)
