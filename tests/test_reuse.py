@@ -175,9 +175,8 @@ def test_max_pod_lifetime_retires_an_old_pod_after_its_job(make_stack: Callable[
     profile = reuse_profile(stack)
     done = completed(stack, schedule(stack, profile, cluster=cluster, duration=400))
     wait_until(lambda: done.agent_id not in pod_names(stack), 10, "the pod past max_pod_lifetime to retire")
-    assert "max_pod_lifetime" in stack.gocd.job(done.job_id).console_text or done.agent_id not in pod_names(
-        stack
-    )
+    # Gone within 10 real seconds (10 simulated minutes), far below its 30-minute idle timeout: the
+    # lifetime retired it.
 
 
 def test_reuse_scope_pipeline_keeps_pods_within_their_pipeline(make_stack: Callable[..., Stack]) -> None:
@@ -187,7 +186,7 @@ def test_reuse_scope_pipeline_keeps_pods_within_their_pipeline(make_stack: Calla
     other = completed(stack, schedule(stack, profile, pipeline="beta"))
     assert other.agent_id != first
     same = completed(stack, schedule(stack, profile, pipeline="alpha"))
-    assert same.agent_id in (first, other.agent_id) and same.agent_id == first
+    assert same.agent_id == first
 
 
 def test_min_idle_pods_keeps_a_warm_pool_past_the_idle_timeout(make_stack: Callable[..., Stack]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 import requests
 
+from elastic_agent.simulation.gocd_transport import create_agent_body, encode
 from elastic_agent.simulation.stack import TOKEN, Stack
 from executors.dispatch import EXECUTORS
 
@@ -35,6 +36,19 @@ def post(stack: Stack, name: str, body: str, token: str | None = TOKEN) -> reque
     return requests.post(f"{stack.service.url}/gocd/plugin/{name}", data=body, headers=headers, timeout=10)
 
 
+def create_body(stack: Stack, elastic_profile: dict[str, str]) -> str:
+    job = {
+        "pipeline_name": "p",
+        "pipeline_counter": 1,
+        "pipeline_label": "1",
+        "stage_name": "s",
+        "stage_counter": "1",
+        "job_name": "j",
+        "job_id": 1,
+    }
+    return encode(create_agent_body("k", elastic_profile, stack.cluster_profile(), None, job))
+
+
 @pytest.fixture
 def stack(make_stack: Callable[..., Stack]) -> Stack:
     return make_stack(start_gocd=False)
@@ -47,22 +61,7 @@ def test_healthz_answers_once_ready(stack: Stack) -> None:
 
 @pytest.mark.parametrize("token", [None, "wrong-token", TOKEN + "x"])
 def test_missing_or_wrong_token_is_refused_and_nothing_happens(stack: Stack, token: str | None) -> None:
-    body = json.dumps(
-        {
-            "auto_register_key": "k",
-            "elastic_agent_profile_properties": stack.elastic_profile(),
-            "cluster_profile_properties": stack.cluster_profile(),
-            "job_identifier": {
-                "pipeline_name": "p",
-                "pipeline_counter": 1,
-                "pipeline_label": "1",
-                "stage_name": "s",
-                "stage_counter": "1",
-                "job_name": "j",
-                "job_id": 1,
-            },
-        }
-    )
+    body = create_body(stack, stack.elastic_profile())
     answer = post(stack, "cd.go.elastic-agent.create-agent", body, token=token)
     assert answer.status_code == 401
     assert stack.pods() == []
@@ -84,8 +83,9 @@ def test_bad_bodies_get_a_sentence_and_the_service_stays_healthy(
         # A well-formed body with an unknown key is a validation result, not a bad request.
         assert answer.status_code == 200
         assert "unexpected" in answer.text
-    elif request_name in ("migrate-config", "cluster-profile-changed") and body == '{"unexpected": true}':
-        assert answer.status_code in (200, 400)
+    elif request_name == "migrate-config" and body == '{"unexpected": true}':
+        assert answer.status_code == 200, "migrate-config echoes what it receives"
+        assert answer.json()["unexpected"] is True
     else:
         assert 400 <= answer.status_code < 500, answer.text
         assert "Traceback" not in answer.text
@@ -180,22 +180,7 @@ def test_validation_reports_problems_per_key(stack: Stack) -> None:
 
 
 def test_an_invalid_profile_at_create_agent_is_a_422_with_the_reason(stack: Stack) -> None:
-    body = json.dumps(
-        {
-            "auto_register_key": "k",
-            "elastic_agent_profile_properties": {"PodSpecType": "properties"},
-            "cluster_profile_properties": stack.cluster_profile(),
-            "job_identifier": {
-                "pipeline_name": "p",
-                "pipeline_counter": 1,
-                "pipeline_label": "1",
-                "stage_name": "s",
-                "stage_counter": "1",
-                "job_name": "j",
-                "job_id": 1,
-            },
-        }
-    )
+    body = create_body(stack, {"PodSpecType": "properties"})
     answer = post(stack, "cd.go.elastic-agent.create-agent", body)
     assert answer.status_code == 422
     assert "Image" in answer.text
