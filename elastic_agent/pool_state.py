@@ -238,10 +238,6 @@ class PoolState:
         with self.lock:
             self._deleted &= self.known_pod_names()
 
-    def recipes(self) -> dict[str, JobSpec]:
-        with self.lock:
-            return dict(self._recipes)
-
     def forget_assignment(self, name: str, job_id: int | None) -> None:
         """The pod's job is over without a job-completion (GoCD says the agent is idle)."""
         with self.lock:

@@ -14,8 +14,6 @@ from elastic_agent.messages import JobIdentifier
 
 log = logging.getLogger(__name__)
 
-CONSOLE_PREFIX = "[kubernetes-reuse] "
-
 
 @dataclass(frozen=True)
 class Response:
@@ -42,9 +40,11 @@ class RequestContext:
     def console(self, job: JobIdentifier, text: str) -> None:
         """A line in the job's console; failing to write it never fails the request."""
         try:
-            self.gocd().console_log(job.to_json(), f"{CONSOLE_PREFIX}{text}\n")
+            gocd = self.gocd()
         except GoCDError as error:
             log.warning("could not write to the console of %s: %s", job.label, error)
+            return
+        self.backend.narrator.console_now(gocd, job.to_json(), text)
 
 
 Executor = Callable[[str, RequestContext], Response]
