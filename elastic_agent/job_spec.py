@@ -51,7 +51,7 @@ class JobSpecs:
         pipeline: str,
     ) -> JobSpec:
         key = (
-            tuple(sorted(elastic_properties.items())),
+            tuple(elastic_properties.items()),  # arrival order, as in backend.cluster_profile
             cluster.cluster_key,
             cluster.go_server_url,
             cluster.idle_timeout,

@@ -6,6 +6,7 @@ might be a secret (property values are never quoted back).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -107,6 +108,17 @@ def _properties(data: Mapping[str, Any], where: str) -> Properties:
     return result
 
 
+def _plain_properties(value: object) -> Properties | None:
+    """A copy of a properties map whose values are all strings; None for anything else (nulls, numbers,
+    a wrong type), which `_properties` then converts or explains."""
+    if type(value) is not dict or not all(type(item) is str for item in value.values()):
+        return None
+    return dict(value)
+
+
+_AGENT_STATE_KEYS = ("agent_state", "build_state", "config_state")
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -145,6 +157,22 @@ class JobIdentifier:
             job_name=body.string("job_name"),
             job_id=_integer(body, "job_id"),
         )
+
+    @classmethod
+    def well_formed(cls, data: object) -> JobIdentifier | None:
+        """The identifier when every field has exactly GoCD's type, else None (then `parse` explains)."""
+        if type(data) is not dict:
+            return None
+        pipeline, stage, name = data.get("pipeline_name"), data.get("stage_name"), data.get("job_name")
+        counter, job_id = data.get("pipeline_counter"), data.get("job_id")
+        stage_counter, label = data.get("stage_counter"), data.get("pipeline_label")
+        if not (type(pipeline) is type(stage) is type(name) is str and type(counter) is type(job_id) is int):
+            return None
+        if type(stage_counter) is not str or not stage_counter.isdecimal() or not stage_counter.isascii():
+            return None
+        if label is not None and type(label) is not str:
+            return None
+        return cls(pipeline, label or "", counter, stage, str(int(stage_counter)), name, job_id)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -233,7 +261,16 @@ class ShouldAssignWorkRequest:
 
     @classmethod
     def parse(cls, text: str) -> ShouldAssignWorkRequest:
+        return _parse_should_assign_work(text)
+
+    @classmethod
+    def parse_uncached(cls, text: str) -> ShouldAssignWorkRequest:
         body = Body.parse(text, "should-assign-work")
+        return cls.well_formed(body.data) or cls.checked(body)
+
+    @classmethod
+    def checked(cls, body: Body) -> ShouldAssignWorkRequest:
+        """Field by field, converting what GoCD may send loosely and explaining what is wrong."""
         return cls(
             agent=AgentMetadata.parse(body.object("agent")),
             environment=body.optional_string("environment") or None,
@@ -242,8 +279,37 @@ class ShouldAssignWorkRequest:
             job=JobIdentifier.parse(body.object("job_identifier")),
         )
 
+    @classmethod
+    def well_formed(cls, data: Mapping[str, Any]) -> ShouldAssignWorkRequest | None:
+        """The request, when every field has exactly the type GoCD sends; else None, and `checked`
+        converts or explains. Every idle agent asks about every waiting job at each poll,
+        so this is the plugin's most frequent request; the checked path costs several times more."""
+        agent, job = data.get("agent"), data.get("job_identifier")
+        elastic = _plain_properties(data.get("elastic_agent_profile_properties"))
+        cluster = _plain_properties(data.get("cluster_profile_properties"))
+        environment = data.get("environment")
+        if type(agent) is not dict or elastic is None or cluster is None:
+            return None
+        if environment is not None and type(environment) is not str:
+            return None
+        identifier = JobIdentifier.well_formed(job)
+        agent_id, states = agent.get("agent_id"), _AGENT_STATE_KEYS
+        if identifier is None or type(agent_id) is not str:
+            return None
+        if not all(type(agent.get(key)) is str and agent[key] for key in states):
+            return None
+        metadata = AgentMetadata(agent_id, agent["agent_state"], agent["build_state"], agent["config_state"])
+        return cls(metadata, environment or None, elastic, cluster, identifier)
+
     def __repr__(self) -> str:
         return f"ShouldAssignWorkRequest(agent={self.agent.agent_id!r}, job_id={self.job.job_id})"
+
+
+# An idle agent asks about the same waiting job at every poll, so most should-assign-work bodies repeat
+# one seen seconds earlier (two in three in the simulator's standard trace). The request is immutable and
+# nothing mutates its property maps, so the same object can answer every repeat. Bodies that fail to
+# parse raise and are not cached.
+_parse_should_assign_work = functools.lru_cache(maxsize=4096)(ShouldAssignWorkRequest.parse_uncached)
 
 
 @dataclass(frozen=True)

@@ -90,13 +90,15 @@ class PoolState:
 
     def record(self, name: str) -> PodRecord | None:
         pod = self.port.get(name)
-        if pod is None or not self.identity.owns(pod.labels):
+        if pod is None:
             return None
         with self.lock:
             generation = self._overlay_generation.get(name, 0)
             cached = self._record_cache.get(name)
             if cached and cached[0] == pod.resource_version and cached[1] == generation:
-                return cached[2]
+                return cached[2]  # only owned pods are cached; a relabelled pod has a new resourceVersion
+            if not self.identity.owns(pod.labels):
+                return None
             record = PodRecord.from_pod(pod, self._annotations.get(name))
             self._record_cache[name] = (pod.resource_version, generation, record)
             return record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,7 +60,7 @@ class ClusterProfile:
             max_pod_lifetime=values["max_pod_lifetime"] or None,
         )
 
-    @property
+    @functools.cached_property
     def cluster_key(self) -> str:
         """A stable text naming the cluster and namespace (input for the cluster label): the API URL
         with scheme and host lowercased and no trailing slash ("" for in-cluster/kubeconfig), a newline,

@@ -7,6 +7,7 @@ import pytest
 from elastic_agent.messages import (
     AgentStatusReportRequest,
     BadRequest,
+    Body,
     CreateAgentRequest,
     JobCompletionRequest,
     ServerPingRequest,
@@ -118,3 +119,61 @@ def test_agent_status_report_needs_an_agent_or_a_job() -> None:
         json.dumps({"cluster_profile_properties": {}, "job_identifier": JOB})
     )
     assert request.job is not None and request.agent_id is None
+
+
+def should_assign_body(**changes: object) -> dict[str, object]:
+    body: dict[str, object] = {
+        "agent": {
+            "agent_id": "pod-1",
+            "agent_state": "Idle",
+            "build_state": "Idle",
+            "config_state": "Enabled",
+        },
+        "environment": "prod",
+        "elastic_agent_profile_properties": {"Image": "gocd/agent", "Reuse": "true"},
+        "cluster_profile_properties": {"go_server_url": "https://ci.example.com/go"},
+        "job_identifier": dict(JOB),
+    }
+    body.update(changes)
+    return body
+
+
+LOOSE_BUT_VALID = {
+    "exact": should_assign_body(),
+    "no environment key": {k: v for k, v in should_assign_body().items() if k != "environment"},
+    "empty environment": should_assign_body(environment=""),
+    "null property dropped": should_assign_body(cluster_profile_properties={"namespace": None, "x": "y"}),
+    "number property": should_assign_body(elastic_agent_profile_properties={"MaxJobsPerPod": 5}),
+    "stage counter as number": should_assign_body(job_identifier=dict(JOB, stage_counter=2)),
+    "stage counter with leading zero": should_assign_body(job_identifier=dict(JOB, stage_counter="02")),
+    "pipeline counter as text": should_assign_body(job_identifier=dict(JOB, pipeline_counter="12")),
+    "no pipeline label": should_assign_body(
+        job_identifier={k: v for k, v in JOB.items() if k != "pipeline_label"}
+    ),
+    "empty agent state": should_assign_body(
+        agent={"agent_id": "pod-1", "agent_state": "", "build_state": None, "config_state": "Enabled"}
+    ),
+}
+
+
+@pytest.mark.parametrize("body", LOOSE_BUT_VALID.values(), ids=LOOSE_BUT_VALID.keys())
+def test_should_assign_work_fast_path_reads_what_the_checked_path_reads(body: dict[str, object]) -> None:
+    text = json.dumps(body)
+    checked = ShouldAssignWorkRequest.checked(Body.parse(text, "should-assign-work"))
+    assert ShouldAssignWorkRequest.parse(text) == checked
+    assert ShouldAssignWorkRequest.parse_uncached(text) == checked
+
+
+def test_should_assign_work_fast_path_accepts_only_exact_types() -> None:
+    assert ShouldAssignWorkRequest.well_formed(should_assign_body()) is not None
+    for loose in ("number property", "stage counter as number", "empty agent state", "null property dropped"):
+        assert ShouldAssignWorkRequest.well_formed(LOOSE_BUT_VALID[loose]) is None, loose
+
+
+def test_repeated_should_assign_work_body_is_parsed_once_and_bad_bodies_still_fail() -> None:
+    text = json.dumps(should_assign_body(job_identifier=dict(JOB, job_id=987654)))
+    assert ShouldAssignWorkRequest.parse(text) is ShouldAssignWorkRequest.parse(text)
+    bad = json.dumps(should_assign_body(job_identifier=dict(JOB, job_id="soon")))
+    for _ in range(2):
+        with pytest.raises(BadRequest, match="job_id"):
+            ShouldAssignWorkRequest.parse(bad)

@@ -15,6 +15,7 @@ from werkzeug.serving import make_server
 
 from elastic_agent import PLUGIN_ID
 from elastic_agent.clock import ManualClock, ScaledClock
+from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_callbacks import CallbackServer, ServerApi
 from elastic_agent.simulation.gocd_model import (
     AgentState,
@@ -557,3 +558,15 @@ def test_background_runner_survives_the_plugin_calling_back_during_ping_and_assi
     assert len(gocd.assignments) == 1
     assert gocd.stats.assignment_races == [f"agent pod-1 disabled while assigned job {gocd.jobs()[0].job_id}"]
     assert gocd.stats.protocol_errors == []
+
+
+@pytest.mark.parametrize("environment", ["prod", None])
+def test_pre_encoded_should_assign_work_text_equals_the_encoded_body(environment: str | None) -> None:
+    status = {"agent_id": "a-1", "agent_state": "Idle", "build_state": "Idle", "config_state": "Enabled"}
+    elastic, cluster = {"Image": "x:1", "Reuse": "true"}, {"namespace": "ci"}
+    job = {"pipeline_name": "p", "pipeline_label": "1", "pipeline_counter": 1, "stage_name": "s",
+           "stage_counter": "1", "job_name": "j", "job_id": 7}  # fmt: skip
+    members = wire.should_assign_work_job_members(environment, elastic, cluster, job)
+    expected = wire.encode(wire.should_assign_work_body(status, environment, elastic, cluster, job))
+    assert wire.should_assign_work_text(wire.encode(status), members) == expected
+    assert ("environment" in json.loads(expected)) is (environment is not None)

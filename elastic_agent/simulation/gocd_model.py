@@ -54,7 +54,6 @@ _Id = TypeVar("_Id", str, int)
 _MASK64 = (1 << 64) - 1
 
 
-
 def _mix64(value: int) -> int:
     """SplitMix64's finaliser: a cheap, well-spread hash of an integer (poll jitter is computed per
     poll, hundreds of thousands of times in a virtual-time run)."""
@@ -100,6 +99,7 @@ class SimulatedGoCD:
         self._waiting: dict[int, Job] = {}
         self._waiting_by_env: dict[str | None, dict[int, Job]] = {}
         self._dormant_by_env: dict[str | None, set[str]] = {}
+        self._encoded_jobs: dict[int, str] = {}  # waiting job id -> its should-assign-work members
         # Timed events as heaps of (time, id); an entry is stale once its subject changed, and is then
         # skipped. Keeps each step proportional to what is due, not to the number of agents or jobs.
         self._poll_queue: list[tuple[float, str]] = []
@@ -201,6 +201,7 @@ class SimulatedGoCD:
     def _unwait(self, job: Job) -> None:
         del self._waiting[job.job_id]
         del self._waiting_by_env[job.environment][job.job_id]
+        self._encoded_jobs.pop(job.job_id, None)
 
     # ---- agents (the AgentHost protocol of the simulated kubelet) --------------------------------
 
@@ -428,15 +429,14 @@ class SimulatedGoCD:
                 if agent is None or not agent.can_poll:
                     return
                 candidates = self._candidates(agent)
+                status = wire.encode(agent.status())  # unchanged through this poll: it ends at a `true`
             for job in candidates:
                 with self._state_lock:
                     if not agent.can_poll or agent_id not in self._agents:
                         break
                     if job.state is not JobState.SCHEDULED:
                         continue
-                    body = wire.should_assign_work_body(
-                        agent.status(), job.environment, *job.profiles(), job.identifier()
-                    )
+                    body = wire.should_assign_work_text(status, self._job_members(job))
                 if self._ask_should_assign(body):
                     with self._state_lock:
                         self._assign(job, agent_id)
@@ -448,8 +448,9 @@ class SimulatedGoCD:
 
     def _candidates(self, agent: Agent) -> list[Job]:
         """Waiting jobs of the agent's environments, in scheduling order."""
-        if not agent.environments:
-            return list(self._waiting_by_env.get(None, {}).values())
+        if len(agent.environments) < 2:  # the usual case: one list, already in job-id order
+            environment = next(iter(agent.environments), None)
+            return list(self._waiting_by_env.get(environment, {}).values())
         groups = [list(self._waiting_by_env.get(e, {}).values()) for e in sorted(agent.environments)]
         return list(heapq.merge(*groups, key=lambda job: job.job_id))
 
@@ -479,7 +480,14 @@ class SimulatedGoCD:
         jitter = min(max(self.config.poll_jitter, 0.0), 0.99)  # beyond 1 polls would change order
         return (_mix64(agent.poll_seed + k) / 2**64 - 0.5) * jitter
 
-    def _ask_should_assign(self, body: dict[str, Any]) -> bool:
+    def _job_members(self, job: Job) -> str:
+        members = self._encoded_jobs.get(job.job_id)
+        if members is None:
+            members = wire.should_assign_work_job_members(job.environment, *job.profiles(), job.identifier())
+            self._encoded_jobs[job.job_id] = members
+        return members
+
+    def _ask_should_assign(self, body: str) -> bool:
         self.stats.should_assign_asked += 1
         started = self._stopwatch()
         answer = self._call("should-assign-work", body)
@@ -555,10 +563,11 @@ class SimulatedGoCD:
         self.stats.pings_sent += 1
         self._call("server-ping", body)
 
-    def _call(self, name: str, body: dict[str, Any]) -> tuple[int, str] | None:
+    def _call(self, name: str, body: dict[str, Any] | str) -> tuple[int, str] | None:
         request_name = REQUEST_PREFIX + name
+        text = body if isinstance(body, str) else wire.encode(body)
         try:
-            status, answer = self._transport.send(request_name, wire.encode(body))
+            status, answer = self._transport.send(request_name, text)
         except Exception as error:  # a transport that raises is a broken plugin, not a broken server
             self.record_protocol_error(f"{request_name} raised {type(error).__name__}")
             return None

@@ -133,6 +133,26 @@ def should_assign_work_body(
     return body
 
 
+def should_assign_work_job_members(
+    environment: str | None,
+    elastic_profile_properties: Mapping[str, str],
+    cluster_profile_properties: Mapping[str, str],
+    job_identifier: Mapping[str, Any],
+) -> str:
+    """The encoded members of a should-assign-work body that depend only on the job. Every idle agent is
+    asked about every waiting job at each poll, so the model encodes this part once per job."""
+    body = should_assign_work_body({}, environment, elastic_profile_properties, cluster_profile_properties,
+                                   job_identifier)  # fmt: skip
+    del body["agent"]
+    return encode(body)[1:-1]
+
+
+def should_assign_work_text(encoded_agent_status: str, job_members: str) -> str:
+    """The same text as `encode(should_assign_work_body(...))`, from the encoded agent status and the
+    job's pre-encoded members."""
+    return f'{{"agent":{encoded_agent_status},{job_members}}}'
+
+
 def job_completion_body(
     elastic_agent_id: str,
     elastic_profile_properties: Mapping[str, str],

@@ -215,7 +215,8 @@ class Simulation:
         limit = origin + self._limit()
         while True:
             arrival = origin + pending[index].at if index < count else math.inf
-            due = min(model.next_due_at(), kubelet.next_due() or math.inf, arrival)
+            kubelet_due = kubelet.next_due()
+            due = min(model.next_due_at(), math.inf if kubelet_due is None else kubelet_due, arrival)
             if index >= count and math.isinf(hard_end) and model.stats.job_completions_sent >= count:
                 # Every job ran: go on until the pods are gone or idle timeouts have surely passed.
                 hard_end = clock.now() + (tail if tail is not None else idle_tail)
