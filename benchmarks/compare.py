@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shlex
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from benchmarks.legacy_reuse import legacy_policy
 from elastic_agent.simulation.measures import PolicyResult
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 from elastic_agent.simulation.workload import (
     TraceJob,
     WorkloadSpec,
@@ -114,19 +115,22 @@ def plot(results: Sequence[PolicyResult], out: Path) -> list[Path]:
 
 
 def run(
-    trace: Sequence[TraceJob], policies: Sequence[Policy], settings: SimSettings, *, verbose: bool = True
+    trace: Sequence[TraceJob],
+    policies: Sequence[Policy],
+    settings: SimSettings,
+    *,
+    verbose: bool = True,
+    workers: int = 1,
 ) -> list[PolicyResult]:
-    results = []
-    for policy in policies:
-        result = Simulation(trace, policy, settings).run()
+    def done(result: PolicyResult) -> None:
         if verbose:
             print(
-                f"  {policy.name}: {result.pods_created} pods, mean wait {result.wait_mean:.1f} s, "
+                f"  {result.policy}: {result.pods_created} pods, mean wait {result.wait_mean:.1f} s, "
                 f"{result.wall_s:.1f} s wall ({result.events} events)",
                 flush=True,
             )
-        results.append(result)
-    return results
+
+    return simulate_all([(trace, policy, settings) for policy in policies], workers, done)
 
 
 def report(
@@ -180,6 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS), help="directory for the results")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--quick", action="store_true", help="only one idle timeout (10m): the smoke run")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="simulations run side by side in this many processes (default: one per core)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,12 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_trace(trace, out / "trace.jsonl")
     settings = SimSettings(seed=args.seed, pending_pods_count=args.pending_pods)
     timeouts = ["10m"] if args.quick else [t.strip() for t in args.idle_timeouts.split(",") if t.strip()]
-    print(f"{describe(trace)}; {len(timeouts) + 2} policies", flush=True)
+    print(f"{describe(trace)}; {len(timeouts) + 2} policies, {args.workers} worker(s)", flush=True)
     started = time.perf_counter()
-    results = run(trace, standard_policies(timeouts), settings)
+    results = run(trace, standard_policies(timeouts), settings, workers=args.workers)
     command = "python -m benchmarks.compare " + shlex.join(argv if argv is not None else sys.argv[1:])
     text = report(results, trace, settings, command)
-    text += f"\nTotal wall time: {time.perf_counter() - started:.1f} s.\n"
+    text += (
+        f"\nTotal wall time: {time.perf_counter() - started:.1f} s, simulations run in "
+        f"{args.workers} process(es) on {os.cpu_count()} cores.\n"
+    )
     (out / "comparison.md").write_text(text, encoding="utf-8")
     payload = {"command": command, "trace": describe(trace), "results": [r.numbers() for r in results]}
     (out / "comparison.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -40,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
     advise.add_argument("--seed", type=int, default=1)
+    advise.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
@@ -62,6 +66,7 @@ def _advise(args: argparse.Namespace) -> int:
             target=args.target,
             seed=args.seed,
             max_jobs=args.max_jobs,
+            workers=args.workers,
         )
     except (OSError, TraceError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from elastic_agent.simulation.measures import PolicyResult, percentile
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, Simulation, simulate_all
 from elastic_agent.simulation.workload import (
     TraceError,
     TraceJob,
@@ -75,6 +75,18 @@ def test_same_seed_same_results_different_seed_different_results() -> None:
     assert generate(WorkloadSpec(jobs=50, days=0.01), seed=9) == generate(
         WorkloadSpec(jobs=50, days=0.01), seed=9
     )
+
+
+def test_simulations_in_worker_processes_give_the_sequential_results() -> None:
+    trace = generate(WorkloadSpec(jobs=80, days=0.02, pipelines=8), seed=3)
+    one_pod = Policy("one pod per job", {"Reuse": "false"})
+    runs: list[Run] = [(trace, one_pod, FIXED), (trace, REUSE_2M, FIXED)]
+    sequential, parallel = simulate_all(runs, workers=1), simulate_all(runs, workers=2)
+    assert [r.policy for r in parallel] == ["one pod per job", REUSE_2M.name]
+    for alone, side_by_side in zip(sequential, parallel, strict=True):
+        numbers = {key: value for key, value in alone.numbers().items() if key != "wall_s"}
+        assert numbers == {key: value for key, value in side_by_side.numbers().items() if key != "wall_s"}
+        assert alone.waits == side_by_side.waits
 
 
 def test_generated_workload_has_its_shape() -> None:

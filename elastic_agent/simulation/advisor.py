@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from elastic_agent.simulation.measures import PolicyResult
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, simulate_all
 from elastic_agent.simulation.workload import TraceJob, describe, load_trace
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")
@@ -71,16 +71,22 @@ def advise_profile(
     min_idle: Sequence[int] = DEFAULT_MIN_IDLE,
     target: float = 0.2,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> ProfileAdvice:
-    baseline = Simulation(jobs, Policy("one pod per job", {"Reuse": "false"}), settings).run()
-    candidates = []
-    for timeout in idle_timeouts:
-        for warm in min_idle:
-            knobs = {"Reuse": "true", "IdleTimeout": timeout, "MinIdlePods": str(warm)}
-            result = Simulation(jobs, Policy(f"{timeout}/{warm}", knobs), settings).run()
-            candidates.append(Candidate(timeout, warm, result))
-            if progress:
-                progress(f"  {profile}: IdleTimeout={timeout} MinIdlePods={warm}: {result.wall_s:.1f} s")
+    settings_of = [(timeout, warm) for timeout in idle_timeouts for warm in min_idle]
+    runs: list[Run] = [(jobs, Policy("one pod per job", {"Reuse": "false"}), settings)]
+    for timeout, warm in settings_of:
+        knobs = {"Reuse": "true", "IdleTimeout": timeout, "MinIdlePods": str(warm)}
+        runs.append((jobs, Policy(f"IdleTimeout={timeout} MinIdlePods={warm}", knobs), settings))
+
+    def done(result: PolicyResult) -> None:
+        if progress:
+            progress(f"  {profile}: {result.policy}: {result.wall_s:.1f} s")
+
+    baseline, *results = simulate_all(runs, workers, done)
+    candidates = [
+        Candidate(timeout, warm, result) for (timeout, warm), result in zip(settings_of, results, strict=True)
+    ]
     good = [
         c
         for c in candidates
@@ -137,6 +143,7 @@ def run_advisor(
     seed: int = 1,
     max_jobs: int | None = None,
     out: Callable[[str], None] = print,
+    workers: int = 1,
 ) -> int:
     trace = load_trace(trace_path)
     if max_jobs is not None:
@@ -148,7 +155,7 @@ def run_advisor(
     settings = SimSettings(seed=seed)
     for profile in sorted({job.profile for job in trace}):
         jobs = [job for job in trace if job.profile == profile]
-        advice = advise_profile(profile, jobs, settings, idle_timeouts, min_idle, target)
+        advice = advise_profile(profile, jobs, settings, idle_timeouts, min_idle, target, workers=workers)
         out(render(advice, target))
     out(
         "Cost is pod-seconds spent booting or idle per job; wait is from scheduling to assignment. "
