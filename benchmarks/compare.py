@@ -31,12 +31,15 @@ from elastic_agent.simulation.workload import (
 )
 
 RESULTS = Path(__file__).parent / "results"
+PLOT_LINKS = ["![wait distribution](wait_distribution.png)", "![pods over time](pods_over_time.png)", ""]
+ONE_POD_PER_JOB = "one pod per job"
+REUSE_PREFIX = "reuse, "
 
 
-def standard_policies(idle_timeouts: Sequence[str] = ("2m", "10m", "30m")) -> list[Policy]:
-    policies = [Policy("one pod per job", {"Reuse": "false"}), legacy_policy()]
+def standard_policies(idle_timeouts: Sequence[str] = ("2m", "10m", "30m", "60m")) -> list[Policy]:
+    policies = [Policy(ONE_POD_PER_JOB, {"Reuse": "false"}), legacy_policy()]
     policies += [
-        Policy(f"reuse, IdleTimeout {t}", {"Reuse": "true", "IdleTimeout": t}) for t in idle_timeouts
+        Policy(f"{REUSE_PREFIX}IdleTimeout {t}", {"Reuse": "true", "IdleTimeout": t}) for t in idle_timeouts
     ]
     return policies
 
@@ -67,6 +70,34 @@ def problems(results: Sequence[PolicyResult]) -> str:
         if r.assigned < r.jobs:
             notes.append(f"- {r.policy}: {r.jobs - r.assigned} jobs never got an agent before the run ended")
     return "\n".join(notes) or "- none: no invariant violations, every answer 200, every job ran"
+
+
+def targets(results: Sequence[PolicyResult], resend_s: float) -> str:
+    """Issue 5's targets for reuse on the standard trace, per reuse policy, against one pod per job."""
+    baseline = next((r for r in results if r.policy == ONE_POD_PER_JOB), None)
+    reuse = [r for r in results if r.policy.startswith(REUSE_PREFIX)]
+    if baseline is None or not reuse:
+        return ""
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "missed"
+
+    fifth = baseline.wait_mean / 5
+    header = "| target | " + " | ".join(r.policy.removeprefix(REUSE_PREFIX) for r in reuse) + " |"
+    rows = [
+        header,
+        "|---|" + "---|" * len(reuse),
+        "| pods created at most 5 % of jobs | "
+        + " | ".join(f"{r.pods_per_job:.1%}: {verdict(r.pods_per_job <= 0.05)}" for r in reuse)
+        + " |",
+        f"| mean wait at most a fifth of one pod per job's ({fifth:.1f} s) | "
+        + " | ".join(f"{r.wait_mean:.1f} s: {verdict(r.wait_mean <= fifth)}" for r in reuse)
+        + " |",
+        f"| no job waiting past the re-send period ({resend_s:g} s) | "
+        + " | ".join(f"{r.waited_past_resend} jobs: {verdict(r.waited_past_resend == 0)}" for r in reuse)
+        + " |",
+    ]
+    return "\n".join(rows)
 
 
 def plot(results: Sequence[PolicyResult], out: Path) -> list[Path]:
@@ -134,7 +165,12 @@ def run(
 
 
 def report(
-    results: Sequence[PolicyResult], trace: Sequence[TraceJob], settings: SimSettings, command: str
+    results: Sequence[PolicyResult],
+    trace: Sequence[TraceJob],
+    settings: SimSettings,
+    command: str,
+    *,
+    plots: bool = True,
 ) -> str:
     return "\n".join(
         [
@@ -155,9 +191,11 @@ def report(
             "Problems seen:",
             problems(results),
             "",
-            "![wait distribution](wait_distribution.png)",
-            "![pods over time](pods_over_time.png)",
+            "Targets for reuse (issue 5; reported, not asserted):",
             "",
+            targets(results, settings.resend_s) or "- (needs one pod per job and a reuse policy)",
+            "",
+            *(PLOT_LINKS if plots else []),
         ]
     )
 
@@ -173,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--idle-timeouts", default="2m,10m,30m", help="this project's IdleTimeouts to compare"
+        "--idle-timeouts", default="2m,10m,30m,60m", help="this project's IdleTimeouts to compare"
     )
     parser.add_argument(
         "--pending-pods",
@@ -204,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     results = run(trace, standard_policies(timeouts), settings, workers=args.workers)
     command = "python -m benchmarks.compare " + shlex.join(argv if argv is not None else sys.argv[1:])
-    text = report(results, trace, settings, command)
+    text = report(results, trace, settings, command, plots=not args.no_plots)
     text += (
         f"\nTotal wall time: {time.perf_counter() - started:.1f} s, simulations run in "
         f"{args.workers} process(es) on {os.cpu_count()} cores.\n"

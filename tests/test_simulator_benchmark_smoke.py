@@ -19,6 +19,7 @@ def test_comparison_smoke_run_writes_table_json_and_plots(tmp_path: Path) -> Non
     text = (tmp_path / "comparison.md").read_text()
     assert "| one pod per job |" in text and "| reuse, IdleTimeout 10m |" in text
     assert "earlier reuse attempt" in text
+    assert "| no job waiting past the re-send period (120 s) | 0 jobs: met |" in text
     results = {r["policy"]: r for r in json.loads((tmp_path / "comparison.json").read_text())["results"]}
     one, reuse = results["one pod per job"], results["reuse, IdleTimeout 10m"]
     assert one["pods_created"] == one["jobs"] == 150
