@@ -41,3 +41,18 @@ def test_legacy_baseline_starves_jobs_behind_one_idle_pod() -> None:
     ours = Simulation(trace, Policy("reuse", {"Reuse": "true"}), settings).run()
     assert legacy.waited_past_resend >= 3 and legacy.wait_max > 120
     assert ours.waited_past_resend == 0 and ours.wait_max < 60
+
+
+def test_simulator_speed_report_counts_what_the_backend_answered(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import sim_speed
+
+    assert sim_speed.main(["--jobs", "60", "--workers", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "| one pod per job | 60 |" in text and "| reuse, IdleTimeout 10m | 60 |" in text
+    assert "| reuse, IdleTimeout 10m | should-assign-work |" in text
+    trace = [TraceJob(0.0, "java", None, "p", 30.0), TraceJob(90.0, "java", None, "p", 30.0)]
+    result = Simulation(trace, Policy("reuse", {"Reuse": "true"}), SimSettings(seed=1)).run()
+    asked = result.plugin_calls["cd.go.elastic-agent.should-assign-work"]
+    assert asked == result.should_assign_asked >= 2
+    assert result.plugin_calls["cd.go.elastic-agent.job-completion"] == 2
+    assert result.plugin_time_s["cd.go.elastic-agent.should-assign-work"] > 0

@@ -79,6 +79,10 @@ class PolicyResult:
     plugin_errors: list[str] = field(default_factory=list)
     waits: list[float] = field(default_factory=list, repr=False)
     timeline: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    # Requests and real seconds the plugin spent per request name, when it reports them (this project's
+    # backend); "settle" is its deferred work after requests.
+    plugin_calls: dict[str, int] = field(default_factory=dict, repr=False)
+    plugin_time_s: dict[str, float] = field(default_factory=dict, repr=False)
 
     @property
     def pods_per_job(self) -> float:
@@ -93,8 +97,8 @@ class PolicyResult:
         return self.boot_pod_s / max(1, self.jobs)
 
     def numbers(self) -> dict[str, Any]:
-        """Everything but the long series, for JSON and tests."""
-        skip = {"waits", "timeline"}
+        """Everything but the long series and the per-request timings, for JSON and tests."""
+        skip = {"waits", "timeline", "plugin_calls", "plugin_time_s"}
         values = {key: value for key, value in vars(self).items() if key not in skip}
         values |= {
             "pods_per_job": self.pods_per_job,

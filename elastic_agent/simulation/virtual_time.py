@@ -235,7 +235,7 @@ class Simulation:
             plugin.settle()
             self._kubelet_step(now)
             self.events += 1
-        return summarize(
+        result = summarize(
             self.policy.name,
             model,
             self.tracker,
@@ -246,6 +246,10 @@ class Simulation:
             events=self.events,
             simulated_s=clock.now() - origin,
         )
+        if isinstance(plugin, ProjectPlugin):
+            result.plugin_calls = dict(plugin.transport.requests)
+            result.plugin_time_s = dict(plugin.transport.seconds, settle=plugin.settle_s)
+        return result
 
     def _kubelet_step(self, now: float) -> None:
         """Step the kubelet only when it has something to hear or do (a step costs a store round)."""
