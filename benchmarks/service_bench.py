@@ -6,6 +6,10 @@ serve` in its own process), with 5,000 pods in the cluster and 5,000 agents in G
 The fake Kubernetes API server (over HTTP, the real `kubernetes` client talks to it) and a fixed GoCD
 callback endpoint run in this process; the backend runs alone in a child process, so its RSS is its own.
 Kubernetes API calls are counted where they arrive: at the fake API server.
+
+should-assign-work latency and throughput are measured by benchmarks/load_client.py in a process of its
+own (the same requests, over keep-alive connections); the figures of the previous client, Python's
+http.client in this process, follow for comparison. Everything shares the machine's cores.
 """
 
 from __future__ import annotations
@@ -206,7 +210,7 @@ def settle(requests_log: Sequence[object], quiet: float = 0.5, limit: float = 30
 
 LOAD_CLIENT = (
     "a separate client process (benchmarks/load_client.py: raw HTTP/1.1 over keep-alive TCP connections, "
-    "one thread with a selector), sharing the 2 cores with the backend and this process"
+    "one thread with a selector), sharing the machine's cores with the backend and this process"
 )
 
 
@@ -251,7 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     callback_url, stop_callbacks = gocd_callbacks(agents)
     process, port = start_backend(callback_url)
-    lines = [f"pods in the cluster and agents in GoCD: {args.pods} ({len(fixture.idle)} idle, "
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    lines = [f"machine: {os.cpu_count()} cores, load average {load} before the backend started",
+             f"pods in the cluster and agents in GoCD: {args.pods} ({len(fixture.idle)} idle, "
              f"{len(fixture.busy)} busy)"]  # fmt: skip
     try:
         client = Client(port, callback_url)
