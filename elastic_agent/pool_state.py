@@ -18,7 +18,7 @@ from elastic_agent import labels
 from elastic_agent.annotation_writer import AnnotationWriter, Overlay, unconfirmed
 from elastic_agent.clock import Clock
 from elastic_agent.job_spec import JobSpec
-from elastic_agent.kube.port import ClusterPort
+from elastic_agent.kube.port import ClusterPort, PodView
 from elastic_agent.messages import JobIdentifier
 from elastic_agent.narrator import Narrator
 from elastic_agent.pods import PodIdentity, build_pod
@@ -66,6 +66,11 @@ class PoolState:
         self._labels: dict[str, Overlay] = {}
         self._overlay_generation: dict[str, int] = {}
         self._record_cache: dict[str, tuple[str, int, PodRecord]] = {}
+        # Every record of the cluster, as of (pod changes heard, overlay changes): create-agent, the
+        # ping and the warm pool each read all of them, usually with nothing changed in between.
+        self._pod_changes = self._overlay_changes = 0
+        self._snapshot: tuple[tuple[int, int], list[PodRecord]] | None = None
+        port.add_listener(self._heard_pod_change)
         self._creating: dict[object, str] = {}  # reservation (job id or warm token) -> fingerprint
         self._creating_names: dict[object, str] = {}  # reservation -> name of the pod being created
         self._waiting: dict[str, dict[int, WaitingJob]] = {}  # fingerprint -> job id -> entry
@@ -105,7 +110,17 @@ class PoolState:
 
     def records(self) -> list[PodRecord]:
         with self.lock:
-            return [r for r in (self.record(pod.name) for pod in self.port.pods()) if r is not None]
+            version = (self._pod_changes, self._overlay_changes)
+            if self._snapshot is None or self._snapshot[0] != version:
+                records = [r for r in (self.record(pod.name) for pod in self.port.pods()) if r is not None]
+                self._snapshot = (version, records)
+            return list(self._snapshot[1])
+
+    def _heard_pod_change(self, kind: str, pod: PodView) -> None:
+        # Called after each change of the port's cache, from its watch thread or our own writes. No lock:
+        # the cache changed before this call, so even an increment lost to a race between two threads
+        # leaves the count unequal to that of any snapshot taken before the change.
+        self._pod_changes += 1
 
     def alive(self, record: PodRecord) -> bool:
         return (
@@ -133,6 +148,7 @@ class PoolState:
             if pod_labels:
                 self._labels.setdefault(name, {}).update(pod_labels)
             self._overlay_generation[name] = self._overlay_generation.get(name, 0) + 1
+            self._overlay_changes += 1
         self.writer.enqueue(name)
 
     def _take_unwritten(self, name: str) -> tuple[Overlay, Overlay] | None:

@@ -107,4 +107,6 @@ class ClusterPort(Protocol):
 
     def pod_log(self, name: str, tail_lines: int = 200) -> str: ...
 
-    def add_listener(self, listener: PodListener) -> None: ...
+    def add_listener(self, listener: PodListener) -> None:
+        """`listener(kind, pod)` is called after every change of the cache (ADDED, MODIFIED, DELETED),
+        also for the port's own writes before they return; the pool's record snapshot relies on it."""
