@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 from elastic_agent.clock import Clock
@@ -21,6 +22,10 @@ Overlay = dict[str, str | None]
 
 class AnnotationWriter:
     MAX_ATTEMPTS = 5
+    # Woken by a request thread that is still answering, the writer would take the GIL from it for a
+    # whole patch (JSON and HTTP, a few ms); waiting this long first lets the answer go out. Real time on
+    # purpose, not the injected clock: it yields the processor, it does not measure anything.
+    LINGER_S = 0.005
 
     def __init__(
         self,
@@ -61,10 +66,16 @@ class AnnotationWriter:
     def _run(self) -> None:
         while True:
             with self._wake:
+                woken = not self._queue
                 while not self._queue and not self._stopped:
                     self._wake.wait()
                 if self._stopped:
                     return
+            if woken:
+                time.sleep(self.LINGER_S)
+            with self._wake:
+                if not self._queue:
+                    continue
                 name = self._queue.pop(0)
                 self._queued.discard(name)
             try:

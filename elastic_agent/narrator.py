@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Any
 
 from elastic_agent.gocd import GoCDError, GoCDServer
@@ -16,6 +17,7 @@ from elastic_agent.gocd import GoCDError, GoCDServer
 log = logging.getLogger("elastic_agent.decisions")
 
 CONSOLE_PREFIX = "[kubernetes-reuse] "
+LINGER_S = 0.005
 
 
 class Narrator:
@@ -46,7 +48,13 @@ class Narrator:
 
     def _run(self) -> None:
         while True:
+            woken = self._queue.empty()
             item = self._queue.get()
+            if woken:
+                # Woken by a request thread that is still answering (should-assign-work, inside GoCD's
+                # assignment lock): let its answer go out before this thread takes the GIL for an HTTP
+                # call to GoCD. Real time on purpose: it yields the processor, it measures nothing.
+                time.sleep(LINGER_S)
             if item is None:
                 return
             gocd, job, text = item
