@@ -80,22 +80,12 @@ def test_null_property_values_are_dropped() -> None:
 
 
 def test_should_assign_work_reads_agent_states() -> None:
-    body = {
-        "agent": {
-            "agent_id": "pod-1",
-            "agent_state": "Idle",
-            "build_state": "Idle",
-            "config_state": "Enabled",
-        },
-        "environment": "prod",
-        "elastic_agent_profile_properties": {},
-        "cluster_profile_properties": {},
-        "job_identifier": JOB,
-    }
-    request = ShouldAssignWorkRequest.parse(json.dumps(body))
+    request = ShouldAssignWorkRequest.parse(json.dumps(should_assign_body()))
     assert request.agent.agent_id == "pod-1"
     assert request.environment == "prod"
     assert not request.agent.building
+    building = should_assign_body(agent=dict(IDLE_AGENT, agent_state="Building"))
+    assert ShouldAssignWorkRequest.parse(json.dumps(building)).agent.building
 
 
 def test_job_completion_needs_the_agent_id() -> None:
@@ -121,14 +111,12 @@ def test_agent_status_report_needs_an_agent_or_a_job() -> None:
     assert request.job is not None and request.agent_id is None
 
 
+IDLE_AGENT = {"agent_id": "pod-1", "agent_state": "Idle", "build_state": "Idle", "config_state": "Enabled"}
+
+
 def should_assign_body(**changes: object) -> dict[str, object]:
     body: dict[str, object] = {
-        "agent": {
-            "agent_id": "pod-1",
-            "agent_state": "Idle",
-            "build_state": "Idle",
-            "config_state": "Enabled",
-        },
+        "agent": dict(IDLE_AGENT),
         "environment": "prod",
         "elastic_agent_profile_properties": {"Image": "gocd/agent", "Reuse": "true"},
         "cluster_profile_properties": {"go_server_url": "https://ci.example.com/go"},
