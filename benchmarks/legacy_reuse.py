@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_agent import PLUGIN_ID
+from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster
 from elastic_agent.simulation.virtual_time import PluginWorld, Policy
 from profiles.quantities import parse_duration
 
-PREFIX = "cd.go.elastic-agent."
 IDENTITY = {"app": "legacy-reuse-baseline"}
 
 

@@ -16,6 +16,7 @@ import platform
 import sys
 from collections.abc import Sequence
 
+from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.measures import PolicyResult
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 from elastic_agent.simulation.workload import WorkloadSpec, describe, generate
@@ -23,7 +24,6 @@ from elastic_agent.simulation.workload import WorkloadSpec, describe, generate
 TARGET_JOBS = 100_000
 TARGET_S = 60.0
 JOBS_PER_DAY = 20_000  # the standard trace's density
-PREFIX = "cd.go.elastic-agent."
 
 
 def speed_table(results: Sequence[PolicyResult]) -> str:

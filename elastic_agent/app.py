@@ -22,7 +22,7 @@ from elastic_agent.metrics import Metrics
 from elastic_agent.remote_file import RemoteFileError
 from executors.base import RequestContext
 from executors.base import Response as PluginResponse
-from executors.dispatch import executor_for, request_names
+from executors.dispatch import PREFIX, executor_for, request_names
 from profiles.errors import ProfileError
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def status_line(status: int) -> str:
 
 def answer_safely(name: str, run: Callable[[], PluginResponse]) -> PluginResponse:
     """Ordinary bad input and unreachable systems become answers with a sentence; nothing escapes."""
-    short = name.removeprefix("cd.go.elastic-agent.")
+    short = name.removeprefix(PREFIX)
     try:
         return run()
     except BadRequest as error:

@@ -9,7 +9,14 @@ import pytest
 
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
+from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.stack import Stack, StackOptions
+
+# Full request names, as GoCD sends them.
+CREATE = PREFIX + "create-agent"
+ASSIGN = PREFIX + "should-assign-work"
+COMPLETE = PREFIX + "job-completion"
+PING = PREFIX + "server-ping"
 
 # Simulated seconds per real second: a 60 s ping comes every second of the test.
 SPEED = 60.0

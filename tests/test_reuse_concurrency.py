@@ -26,12 +26,7 @@ from elastic_agent.simulation.gocd_transport import (
     should_assign_work_body,
 )
 from elastic_agent.simulation.stack import Stack
-from tests.conftest import wait_until
-
-CREATE = "cd.go.elastic-agent.create-agent"
-ASSIGN = "cd.go.elastic-agent.should-assign-work"
-COMPLETE = "cd.go.elastic-agent.job-completion"
-PING = "cd.go.elastic-agent.server-ping"
+from tests.conftest import ASSIGN, COMPLETE, CREATE, PING, wait_until
 
 REUSE = {"Image": "gocd/gocd-agent-alpine-3.19:v24.1.0", "Reuse": "true"}
 

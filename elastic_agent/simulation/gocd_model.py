@@ -47,7 +47,6 @@ from elastic_agent.simulation.gocd_records import (  # re-exported: callers impo
 )
 from elastic_agent.simulation.gocd_transport import PluginTransport
 
-REQUEST_PREFIX = "cd.go.elastic-agent."
 # Float time sums (origin + n * interval) can land a hair before the instant they were aimed at.
 _EPSILON_S = 1e-6
 _Id = TypeVar("_Id", str, int)
@@ -564,7 +563,7 @@ class SimulatedGoCD:
         self._call("server-ping", body)
 
     def _call(self, name: str, body: dict[str, Any] | str) -> tuple[int, str] | None:
-        request_name = REQUEST_PREFIX + name
+        request_name = wire.REQUEST_PREFIX + name
         text = body if isinstance(body, str) else wire.encode(body)
         try:
             status, answer = self._transport.send(request_name, text)

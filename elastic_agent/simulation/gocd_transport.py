@@ -15,6 +15,8 @@ import requests
 from requests.adapters import HTTPAdapter
 
 EXTENSION_VERSION = "5.0"
+# GoCD's side of the request names (the plugin's side is executors.dispatch.PREFIX).
+REQUEST_PREFIX = "cd.go.elastic-agent."
 # The bridge answers with a non-200 code and a plain sentence when the backend cannot be reached; this
 # transport stands in for the bridge, so it does the same instead of raising into the model.
 BACKEND_UNREACHABLE_STATUS = 502
