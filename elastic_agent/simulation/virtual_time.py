@@ -98,6 +98,9 @@ class SimulatedPlugin(Protocol):
     def settle(self) -> None:
         """Finish what the plugin does "right after" a request (deferred writes)."""
 
+    def timings(self) -> tuple[dict[str, int], dict[str, float]]:
+        """Requests and real seconds spent per request name (empty when the plugin does not count)."""
+
 
 PluginFactory = Callable[[PluginWorld], SimulatedPlugin]
 
@@ -120,6 +123,9 @@ class ProjectPlugin:
         started = time.perf_counter()
         self.backend.drain_writes()
         self.settle_s += time.perf_counter() - started
+
+    def timings(self) -> tuple[dict[str, int], dict[str, float]]:
+        return dict(self.transport.requests), dict(self.transport.seconds, settle=self.settle_s)
 
 
 @dataclass(frozen=True)
@@ -246,9 +252,7 @@ class Simulation:
             events=self.events,
             simulated_s=clock.now() - origin,
         )
-        if isinstance(plugin, ProjectPlugin):
-            result.plugin_calls = dict(plugin.transport.requests)
-            result.plugin_time_s = dict(plugin.transport.seconds, settle=plugin.settle_s)
+        result.plugin_calls, result.plugin_time_s = plugin.timings()
         return result
 
     def _kubelet_step(self, now: float) -> None:
