@@ -428,7 +428,7 @@ class SimulatedGoCD:
                 if agent is None or not agent.can_poll:
                     return
                 candidates = self._candidates(agent)
-                status = wire.encode(agent.status())  # unchanged through this poll: it ends at a `true`
+                status = agent.status_text()  # unchanged through this poll: it ends at a `true`
             for job in candidates:
                 with self._state_lock:
                     if not agent.can_poll or agent_id not in self._agents:
@@ -468,7 +468,10 @@ class SimulatedGoCD:
         * interval with offset_k a deterministic draw in +/- poll_jitter / 2, so gaps vary by up to
         poll_jitter and any poll time can be computed without replaying the ones before it."""
         interval = self.config.poll_interval_s
-        k = max(1, math.floor((after - agent.registered_at) / interval))
+        jitter = min(max(self.config.poll_jitter, 0.0), 0.99)
+        # Poll k is never earlier than registration + (k - jitter / 2) * interval, so every k below this
+        # one is too early: start there (one or two tries instead of three or four).
+        k = max(1, math.floor((after - agent.registered_at) / interval - jitter / 2))
         while True:
             at = agent.registered_at + (k + self._poll_offset(agent, k)) * interval
             if at > after + _EPSILON_S or (inclusive and at >= after - _EPSILON_S):

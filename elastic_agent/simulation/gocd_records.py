@@ -3,6 +3,7 @@ and statistics (the model is in gocd_model.py)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -118,6 +119,9 @@ class Agent:
     dormant: bool = False
     poll_seed: int = 0  # per agent, from the model's seed: the agent's own poll rhythm
     jobs_run: int = 0
+    # status() as compact JSON, for the states it was encoded in: an idle agent's status goes into every
+    # should-assign-work body of every poll, and rarely changes between them.
+    _status_text: tuple[tuple[str, str, str], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def can_poll(self) -> bool:
@@ -135,6 +139,13 @@ class Agent:
     def takes(self, environment: str | None) -> bool:
         """GoCD offers a job only to agents of its environment; agents of none take jobs of none."""
         return environment in self.environments if environment is not None else not self.environments
+
+    def status_text(self) -> str:
+        """`status()` encoded as GoCD sends it (compact JSON)."""
+        states = (self.agent_state.value, self.build_state.value, self.config_state.value)
+        if self._status_text is None or self._status_text[0] != states:
+            self._status_text = (states, json.dumps(self.status(), separators=(",", ":")))
+        return self._status_text[1]
 
     def status(self) -> dict[str, str]:
         return {
