@@ -89,6 +89,7 @@ class SimulatedGoCD:
         # Latency of the plugin is real elapsed time even when the model runs in virtual time.
         self._stopwatch = stopwatch
         self._key_rng = random.Random(self.config.seed)
+        self._jitter = min(max(self.config.poll_jitter, 0.0), 0.99)  # beyond 1 polls would change order
         self._state_lock = threading.RLock()
         # GoCD assigns work under one server-wide lock: a slow should-assign-work delays every agent.
         self._assignment_lock = threading.Lock()
@@ -468,10 +469,9 @@ class SimulatedGoCD:
         * interval with offset_k a deterministic draw in +/- poll_jitter / 2, so gaps vary by up to
         poll_jitter and any poll time can be computed without replaying the ones before it."""
         interval = self.config.poll_interval_s
-        jitter = min(max(self.config.poll_jitter, 0.0), 0.99)
-        # Poll k is never earlier than registration + (k - jitter / 2) * interval, so every k below this
-        # one is too early: start there (one or two tries instead of three or four).
-        k = max(1, math.floor((after - agent.registered_at) / interval - jitter / 2))
+        # Poll k comes no later than registration + (k + jitter / 2) * interval, so every k below this
+        # one is too early: start there (usually the first try is the one).
+        k = max(1, math.ceil((after - agent.registered_at) / interval - self._jitter / 2 - 1e-6))
         while True:
             at = agent.registered_at + (k + self._poll_offset(agent, k)) * interval
             if at > after + _EPSILON_S or (inclusive and at >= after - _EPSILON_S):
@@ -479,8 +479,7 @@ class SimulatedGoCD:
             k += 1
 
     def _poll_offset(self, agent: Agent, k: int) -> float:
-        jitter = min(max(self.config.poll_jitter, 0.0), 0.99)  # beyond 1 polls would change order
-        return (_mix64(agent.poll_seed + k) / 2**64 - 0.5) * jitter
+        return (_mix64(agent.poll_seed + k) / 2**64 - 0.5) * self._jitter
 
     def _job_members(self, job: Job) -> str:
         members = self._encoded_jobs.get(job.job_id)
