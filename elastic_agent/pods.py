@@ -39,7 +39,6 @@ def label_value(text: str) -> str:
     return value.strip("-._")
 
 
-@functools.lru_cache(maxsize=64)
 @functools.lru_cache(maxsize=256)  # every request names its cluster; hash each key once
 def cluster_label(cluster_key: str) -> str:
     """Names the cluster a pod belongs to: requests carry profile properties, not profile ids, so the

@@ -10,6 +10,8 @@ from elastic_agent.messages import CreateAgentRequest, JobCompletionRequest, Sho
 from executors.base import RequestContext, Response
 
 log = logging.getLogger(__name__)
+# Responses are immutable: the two answers of the most frequent request are built once.
+_TRUE, _FALSE = Response.text("true"), Response.text("false")
 
 
 def create_agent(body: str, ctx: RequestContext) -> Response:
@@ -45,7 +47,7 @@ def should_assign_work(body: str, ctx: RequestContext) -> Response:
     spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
     pool = backend.pool(cluster, gocd)
     answer = pool.should_assign_work(request.agent.agent_id, request.job, spec, gocd)
-    return Response.text("true" if answer else "false")
+    return _TRUE if answer else _FALSE
 
 
 def job_completion(body: str, ctx: RequestContext) -> Response:

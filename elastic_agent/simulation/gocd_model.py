@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import math
 import random
 import threading
@@ -51,6 +50,7 @@ from elastic_agent.simulation.gocd_transport import PluginTransport
 _EPSILON_S = 1e-6
 _Id = TypeVar("_Id", str, int)
 _MASK64 = (1 << 64) - 1
+_REQUEST_NAMES = {name: wire.REQUEST_PREFIX + name for name in ("should-assign-work", "create-agent")}
 
 
 def _mix64(value: int) -> int:
@@ -112,7 +112,7 @@ class SimulatedGoCD:
         self._agents: dict[str, Agent] = {}
         self._agent_by_pod: dict[str, str] = {}
         self._keys: dict[str, RegistrationKey] = {}
-        self._cluster_profiles_seen: dict[str, dict[str, str]] = {}
+        self._cluster_profiles_seen: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
         self.registrations: list[RegistrationAttempt] = []
         self.refusals: list[RegistrationAttempt] = []
         self.assignments: list[Assignment] = []
@@ -146,7 +146,7 @@ class SimulatedGoCD:
             latest = self._pipeline_counters.get(pipeline, 0)
             self._pipeline_counters[pipeline] = max(latest, pipeline_counter)
             cluster = dict(cluster_profile_properties)
-            self._cluster_profiles_seen.setdefault(json.dumps(cluster, sort_keys=True), cluster)
+            self._cluster_profiles_seen.setdefault(tuple(sorted(cluster.items())), cluster)
             job = Job(
                 job_id=self._next_job_id,
                 pipeline=pipeline,
@@ -565,7 +565,7 @@ class SimulatedGoCD:
         self._call("server-ping", body)
 
     def _call(self, name: str, body: dict[str, Any] | str) -> tuple[int, str] | None:
-        request_name = wire.REQUEST_PREFIX + name
+        request_name = _REQUEST_NAMES.get(name) or wire.REQUEST_PREFIX + name
         text = body if isinstance(body, str) else wire.encode(body)
         try:
             status, answer = self._transport.send(request_name, text)
