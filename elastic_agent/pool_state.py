@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -66,10 +67,12 @@ class PoolState:
         self._labels: dict[str, Overlay] = {}
         self._overlay_generation: dict[str, int] = {}
         self._record_cache: dict[str, tuple[str, int, PodRecord]] = {}
-        # Every record of the cluster, as of (pod changes heard, overlay changes): create-agent, the
-        # ping and the warm pool each read all of them, usually with nothing changed in between.
-        self._pod_changes = self._overlay_changes = 0
-        self._snapshot: tuple[tuple[int, int], list[PodRecord]] | None = None
+        # Every record of the cluster, in the port's order: create-agent, the ping and the warm pool each
+        # read all of them, and only a few pods change in between, so only those are read again. The
+        # names changed since come through a deque: the port's listeners run on its watch thread, and a
+        # deque's append and popleft are atomic, so no name is lost between a read and a write.
+        self._snapshot: dict[str, PodRecord] | None = None
+        self._changed: deque[str] = deque()
         port.add_listener(self._heard_pod_change)
         self._creating: dict[object, str] = {}  # reservation (job id or warm token) -> fingerprint
         self._creating_names: dict[object, str] = {}  # reservation -> name of the pod being created
@@ -110,17 +113,28 @@ class PoolState:
 
     def records(self) -> list[PodRecord]:
         with self.lock:
-            version = (self._pod_changes, self._overlay_changes)
-            if self._snapshot is None or self._snapshot[0] != version:
-                records = [r for r in (self.record(pod.name) for pod in self.port.pods()) if r is not None]
-                self._snapshot = (version, records)
-            return list(self._snapshot[1])
+            snapshot = self._snapshot
+            if snapshot is None:
+                self._changed.clear()  # the full read below sees every change heard so far
+                snapshot = self._snapshot = {}
+                for pod in self.port.pods():
+                    record = self.record(pod.name)
+                    if record is not None:
+                        snapshot[pod.name] = record
+            changed = self._changed
+            while changed:
+                name = changed.popleft()
+                record = self.record(name)
+                if record is None:
+                    snapshot.pop(name, None)
+                else:
+                    snapshot[name] = record  # a new pod goes last, as in the port's cache
+            return list(snapshot.values())
 
     def _heard_pod_change(self, kind: str, pod: PodView) -> None:
-        # Called after each change of the port's cache, from its watch thread or our own writes. No lock:
-        # the cache changed before this call, so even an increment lost to a race between two threads
-        # leaves the count unequal to that of any snapshot taken before the change.
-        self._pod_changes += 1
+        # Called after each change of the port's cache, from its watch thread or our own writes; no lock
+        # (see the deque above).
+        self._changed.append(pod.name)
 
     def alive(self, record: PodRecord) -> bool:
         return (
@@ -148,7 +162,7 @@ class PoolState:
             if pod_labels:
                 self._labels.setdefault(name, {}).update(pod_labels)
             self._overlay_generation[name] = self._overlay_generation.get(name, 0) + 1
-            self._overlay_changes += 1
+            self._changed.append(name)
         self.writer.enqueue(name)
 
     def _take_unwritten(self, name: str) -> tuple[Overlay, Overlay] | None:
