@@ -105,6 +105,7 @@ def gocd_for(
         stack = make_stack(boot_delay=boot_delay, start_gocd=False)
         gocd = Gocd(stack, elastic, stack.cluster_profile(**cluster))
         monkeypatch.setattr(stack.gocd, "list_agents", gocd.list_agents)
+        monkeypatch.setattr(stack.gocd, "list_agents_json", lambda: json.dumps(gocd.list_agents()))
         monkeypatch.setattr(stack.gocd, "delete_agents", gocd.delete_agents)
         return gocd
 

@@ -79,7 +79,7 @@ class ServerApi:
             return 400, f"Bad request body for {api_name}: {error}"
 
     def _list_agents(self, _body: Any) -> ServerAnswer:
-        return 200, json.dumps(self._model.list_agents())
+        return 200, self._model.list_agents_json()
 
     def _disable_agents(self, body: Any) -> ServerAnswer:
         self._model.disable_agents(_agent_ids(body))

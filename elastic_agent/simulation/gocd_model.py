@@ -588,6 +588,13 @@ class SimulatedGoCD:
         with self._state_lock:
             return [a.status() for a in self._agents.values() if a.plugin_id == self.config.plugin_id]
 
+    def list_agents_json(self) -> str:
+        """`list_agents()` as the compact JSON GoCD answers with, from each agent's encoded status (the
+        plugin lists every agent at each ping, and again before it deletes any)."""
+        with self._state_lock:
+            plugin_id = self.config.plugin_id
+            return f"[{','.join(a.status_text() for a in self._agents.values() if a.plugin_id == plugin_id)}]"
+
     def disable_agents(self, agent_ids: Iterable[str]) -> None:
         with self._state_lock:
             for agent_id in agent_ids:
