@@ -4,8 +4,10 @@
     python -m benchmarks.load_client throughput --port P [--seconds S] [--connections C] < request.json
 
 `request.json` holds {"path": ..., "headers": {...}, "body": ...}: one POST, sent over and over on
-keep-alive connections. It prints one JSON object: the latencies in seconds (latency), or the answers
-counted in the timed window (throughput), and every status and body seen.
+keep-alive connections. In latency mode it may hold "bodies": [...] instead, sent one after the other
+(requests that change state, such as a `true` that makes a pod busy, cannot be repeated), and
+`--gap-ms` paces the requests. It prints one JSON object: the latencies in seconds (latency), or the
+answers counted in the timed window (throughput), and every status and body seen.
 
 Why not `http.client` in the benchmark process: that process also hosts the fake Kubernetes API server
 and its 5,000 pods, so its client threads share a GIL and a large heap with the server side of the
@@ -74,12 +76,18 @@ def connect(port: int) -> socket.socket:
     return sock
 
 
-def latency(port: int, request: bytes, requests: int, warmup: int) -> dict[str, Any]:
-    """One connection, one request at a time: the time from sending to the last byte of the answer."""
+def latency(
+    port: int, requests_in_turn: Sequence[bytes], requests: int, warmup: int, gap_s: float = 0.0
+) -> dict[str, Any]:
+    """One connection, one request at a time (the next of `requests_in_turn`, round and round), `gap_s`
+    apart: the time from sending to the last byte of the answer."""
     sock, parser = connect(port), Answer()
     seen: Counter[tuple[int, str]] = Counter()
     timings = []
     for index in range(warmup + requests):
+        if index and gap_s:
+            time.sleep(gap_s)
+        request = requests_in_turn[index % len(requests_in_turn)]
         started = time.perf_counter()
         sock.sendall(request)
         answers: list[tuple[int, bytes]] = []
@@ -149,13 +157,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup-seconds", type=float, default=1.0, help="throughput: before the window")
     parser.add_argument("--seconds", type=float, default=10.0, help="throughput: length of the timed window")
     parser.add_argument("--connections", type=int, default=4, help="throughput: concurrent connections")
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="latency: pause between requests")
     args = parser.parse_args(argv)
     spec = json.load(sys.stdin)
-    request = request_bytes("127.0.0.1", args.port, spec["path"], spec["headers"], spec["body"])
+    bodies = spec["bodies"] if "bodies" in spec else [spec["body"]]
+    if not bodies or (len(bodies) > 1 and args.mode != "latency"):
+        parser.error("give one body, or several bodies in latency mode")
+    requests = [request_bytes("127.0.0.1", args.port, spec["path"], spec["headers"], body) for body in bodies]
     if args.mode == "latency":
-        result = latency(args.port, request, args.requests, args.warmup)
+        result = latency(args.port, requests, args.requests, args.warmup, args.gap_ms / 1000)
     else:
-        result = throughput(args.port, request, args.seconds, args.connections, args.warmup_seconds)
+        result = throughput(args.port, requests[0], args.seconds, args.connections, args.warmup_seconds)
     json.dump(result, sys.stdout)
     return 0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stdout
 from typing import Any
@@ -88,6 +89,18 @@ def test_latency_times_each_request_after_the_warm_up(
     )
     assert len(result["latencies"]) == 50 and all(0 < t < 5 for t in result["latencies"])
     assert result["answers"] == [{"status": 200, "body": "FALSE", "count": 55}]
+
+
+def test_latency_sends_several_bodies_in_turn_at_the_pace_asked(
+    echo_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = {"path": "/x", "headers": HEADERS, "bodies": ["a", "b", "c"]}
+    argv = ["latency", "--port", str(echo_port), "--requests", "3", "--warmup", "0", "--gap-ms", "100"]
+    started = time.perf_counter()
+    result = run(argv, spec, monkeypatch)
+    assert time.perf_counter() - started >= 0.2  # two pauses between three requests
+    assert len(result["latencies"]) == 3
+    assert sorted(a["body"] for a in result["answers"]) == ["A", "B", "C"]
 
 
 def test_throughput_counts_the_answers_of_the_window(echo_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
