@@ -9,18 +9,20 @@ Two drive modes share one code path: `step()` does everything due at `clock.now(
 (virtual time, in process: see `advance_to`), and `start()`/`stop()` run `step()` in a background thread
 for real or scaled time. Plugin calls never happen under the state lock, because the plugin calls back
 (list-agents during a ping, disable-agents during should-assign-work) from other threads.
+
+The timed queues and the agents' poll times are in gocd_timing.py; what the plugin calls back and what
+tests read are in gocd_server_side.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import heapq
-import math
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
@@ -44,26 +46,11 @@ from elastic_agent.simulation.gocd_records import (  # re-exported: callers impo
     RegistrationAttempt,
     RegistrationKey,
 )
+from elastic_agent.simulation.gocd_server_side import ServerSide
+from elastic_agent.simulation.gocd_timing import EPSILON_S, PollGrid, TimedQueue, is_due
 from elastic_agent.simulation.gocd_transport import PluginTransport
 
-# Float time sums (origin + n * interval) can land a hair before the instant they were aimed at.
-_EPSILON_S = 1e-6
-_Id = TypeVar("_Id", str, int)
-_MASK64 = (1 << 64) - 1
 _REQUEST_NAMES = {name: wire.REQUEST_PREFIX + name for name in ("should-assign-work", "create-agent")}
-
-
-def _mix64(value: int) -> int:
-    """SplitMix64's finaliser: a cheap, well-spread hash of an integer (poll jitter is computed per
-    poll, hundreds of thousands of times in a virtual-time run)."""
-    value = (value + 0x9E3779B97F4A7C15) & _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return value ^ (value >> 31)
-
-
-def _is_due(at: float, now: float) -> bool:
-    return at <= now + _EPSILON_S
 
 
 @runtime_checkable
@@ -73,7 +60,7 @@ class AdvanceableClock(Protocol):
     def advance(self, seconds: float) -> None: ...
 
 
-class SimulatedGoCD:
+class SimulatedGoCD(ServerSide):
     def __init__(
         self,
         clock: Clock,
@@ -89,7 +76,7 @@ class SimulatedGoCD:
         # Latency of the plugin is real elapsed time even when the model runs in virtual time.
         self._stopwatch = stopwatch
         self._key_rng = random.Random(self.config.seed)
-        self._jitter = min(max(self.config.poll_jitter, 0.0), 0.99)  # beyond 1 polls would change order
+        self._grid = PollGrid.of(self.config.poll_interval_s, self.config.poll_jitter)
         self._state_lock = threading.RLock()
         # GoCD assigns work under one server-wide lock: a slow should-assign-work delays every agent.
         self._assignment_lock = threading.Lock()
@@ -100,11 +87,9 @@ class SimulatedGoCD:
         self._waiting_by_env: dict[str | None, dict[int, Job]] = {}
         self._dormant_by_env: dict[str | None, set[str]] = {}
         self._encoded_jobs: dict[int, str] = {}  # waiting job id -> its should-assign-work members
-        # Timed events as heaps of (time, id); an entry is stale once its subject changed, and is then
-        # skipped. Keeps each step proportional to what is due, not to the number of agents or jobs.
-        self._poll_queue: list[tuple[float, str]] = []
-        self._completion_queue: list[tuple[float, int]] = []
-        self._silence_queue: list[tuple[float, str]] = []
+        self._polls: TimedQueue[str] = TimedQueue(self._poll_is_current)  # agent ids
+        self._completions: TimedQueue[int] = TimedQueue(self._completion_is_current)  # job ids
+        self._silences: TimedQueue[str] = TimedQueue(self._silence_is_current)  # agent ids
         self._running: dict[int, Job] = {}
         self._job_by_identifier: dict[tuple[str, str, str, str, str], int] = {}
         self._pipeline_counters: dict[str, int] = {}
@@ -177,7 +162,7 @@ class SimulatedGoCD:
             if job.state is JobState.BUILDING:
                 job.result = "Cancelled"
                 job.ends_at = self._clock.now()
-                heapq.heappush(self._completion_queue, (job.ends_at, job.job_id))
+                self._completions.push(job.ends_at, job.job_id)
                 agent = self._agents.get(job.agent_id or "")
                 if agent is not None:  # a cancelling agent still shows Building
                     agent.build_state = BuildState.CANCELLED
@@ -263,7 +248,7 @@ class SimulatedGoCD:
             if delay == 0.0:
                 self._lose_contact(agent, now)
             else:
-                heapq.heappush(self._silence_queue, (agent.lost_contact_at, agent.agent_id))
+                self._silences.push(agent.lost_contact_at, agent.agent_id)
 
     def restart_server(self) -> None:
         """A server restart: agents whose process is gone become Missing (never heard from since)."""
@@ -307,9 +292,9 @@ class SimulatedGoCD:
             return min(
                 self._next_scheduler_at,
                 self._next_ping_at,
-                self._first_current(self._poll_queue, self._poll_is_current),
-                self._first_current(self._completion_queue, self._completion_is_current),
-                self._first_current(self._silence_queue, self._silence_is_current),
+                self._polls.first(),
+                self._completions.first(),
+                self._silences.first(),
             )
 
     def advance_to(self, target: float) -> None:
@@ -366,41 +351,23 @@ class SimulatedGoCD:
         agent = self._agents.get(agent_id)
         return agent is not None and agent.lost_contact_pending and agent.lost_contact_at == at
 
-    @staticmethod
-    def _first_current(queue: list[tuple[float, _Id]], is_current: Callable[[float, _Id], bool]) -> float:
-        while queue and not is_current(*queue[0]):
-            heapq.heappop(queue)
-        return queue[0][0] if queue else math.inf
-
-    @staticmethod
-    def _pop_due(
-        queue: list[tuple[float, _Id]], is_current: Callable[[float, _Id], bool], now: float
-    ) -> list[_Id]:
-        """Remove and return, in (time, id) order, the ids of the current entries due at `now`."""
-        due: list[_Id] = []
-        while queue and _is_due(queue[0][0], now):
-            at, subject = heapq.heappop(queue)
-            if is_current(at, subject):
-                due.append(subject)
-        return due
-
     def _update_liveness(self) -> None:
         with self._state_lock:
             now = self._clock.now()
-            for agent_id in self._pop_due(self._silence_queue, self._silence_is_current, now):
+            for agent_id in self._silences.pop_due(now):
                 self._lose_contact(self._agents[agent_id], now)
 
     def _run_scheduler(self) -> None:
         sends: list[dict[str, Any]] = []
         with self._state_lock:
             now = self._clock.now()
-            if not _is_due(self._next_scheduler_at, now):
+            if not is_due(self._next_scheduler_at, now):
                 return
-            while _is_due(self._next_scheduler_at, now):
+            while is_due(self._next_scheduler_at, now):
                 self._next_scheduler_at += self.config.scheduler_interval_s
             for job in self._waiting.values():
                 last = job.create_agent_sent_at
-                if last is not None and now - last < self.config.job_starvation_timeout_s - _EPSILON_S:
+                if last is not None and now - last < self.config.job_starvation_timeout_s - EPSILON_S:
                     continue
                 if last is not None:
                     self.stats.create_agent_resends += 1
@@ -418,7 +385,7 @@ class SimulatedGoCD:
 
     def _run_polls(self) -> None:
         with self._state_lock:
-            due = self._pop_due(self._poll_queue, self._poll_is_current, self._clock.now())
+            due = self._polls.pop_due(self._clock.now())
         for agent_id in due:
             self._poll(agent_id)
 
@@ -462,24 +429,10 @@ class SimulatedGoCD:
                 self._dormant_by_env.setdefault(environment, set()).add(agent.agent_id)
             return
         agent.dormant, agent.next_poll_at = False, at
-        heapq.heappush(self._poll_queue, (at, agent.agent_id))
+        self._polls.push(at, agent.agent_id)
 
     def _grid_poll_time(self, agent: Agent, after: float, *, inclusive: bool) -> float:
-        """The agent's first regular poll after `after`. Poll k comes at registration + (k + offset_k)
-        * interval with offset_k a deterministic draw in +/- poll_jitter / 2, so gaps vary by up to
-        poll_jitter and any poll time can be computed without replaying the ones before it."""
-        interval = self.config.poll_interval_s
-        # Poll k comes no later than registration + (k + jitter / 2) * interval, so every k below this
-        # one is too early: start there (usually the first try is the one).
-        k = max(1, math.ceil((after - agent.registered_at) / interval - self._jitter / 2 - 1e-6))
-        while True:
-            at = agent.registered_at + (k + self._poll_offset(agent, k)) * interval
-            if at > after + _EPSILON_S or (inclusive and at >= after - _EPSILON_S):
-                return at
-            k += 1
-
-    def _poll_offset(self, agent: Agent, k: int) -> float:
-        return (_mix64(agent.poll_seed + k) / 2**64 - 0.5) * self._jitter
+        return self._grid.next_poll(agent.registered_at, agent.poll_seed, after, inclusive=inclusive)
 
     def _job_members(self, job: Job) -> str:
         members = self._encoded_jobs.get(job.job_id)
@@ -519,7 +472,7 @@ class SimulatedGoCD:
         self._running[job.job_id] = job
         job.state, job.agent_id, job.assigned_at = JobState.BUILDING, agent_id, now
         job.ends_at = now + job.duration_s
-        heapq.heappush(self._completion_queue, (job.ends_at, job.job_id))
+        self._completions.push(job.ends_at, job.job_id)
         agent.agent_state, agent.build_state = AgentState.BUILDING, BuildState.BUILDING
         agent.running_job_id = job.job_id
         assignment = Assignment(job.job_id, agent_id, now)
@@ -531,7 +484,7 @@ class SimulatedGoCD:
         bodies: list[dict[str, Any]] = []
         with self._state_lock:
             now = self._clock.now()
-            for job_id in self._pop_due(self._completion_queue, self._completion_is_current, now):
+            for job_id in self._completions.pop_due(now):
                 job = self._running.pop(job_id)
                 agent = self._agents[job.agent_id or ""]
                 job.state, job.completed_at, job.result = JobState.COMPLETED, now, job.result or "Passed"
@@ -553,9 +506,9 @@ class SimulatedGoCD:
     def _run_ping(self) -> None:
         with self._state_lock:
             now = self._clock.now()
-            if not _is_due(self._next_ping_at, now):
+            if not is_due(self._next_ping_at, now):
                 return
-            while _is_due(self._next_ping_at, now):
+            while is_due(self._next_ping_at, now):
                 self._next_ping_at += self.config.ping_interval_s
             profiles = self.config.cluster_profiles
             if profiles is None:
@@ -581,112 +534,3 @@ class SimulatedGoCD:
     def record_protocol_error(self, message: str) -> None:
         with self._state_lock:
             self.stats.protocol_errors.append(message)
-
-    # ---- server calls from the plugin (see gocd_callbacks.ServerApi) -----------------------------
-
-    def list_agents(self) -> list[dict[str, str]]:
-        with self._state_lock:
-            return [a.status() for a in self._agents.values() if a.plugin_id == self.config.plugin_id]
-
-    def list_agents_json(self) -> str:
-        """`list_agents()` as the compact JSON GoCD answers with, from each agent's encoded status (the
-        plugin lists every agent at each ping, and again before it deletes any)."""
-        with self._state_lock:
-            plugin_id = self.config.plugin_id
-            return f"[{','.join(a.status_text() for a in self._agents.values() if a.plugin_id == plugin_id)}]"
-
-    def disable_agents(self, agent_ids: Iterable[str]) -> None:
-        with self._state_lock:
-            for agent_id in agent_ids:
-                agent = self._agents.get(agent_id)
-                if agent is not None:
-                    agent.config_state = ConfigState.DISABLED
-
-    def delete_agents(self, agent_ids: Iterable[str]) -> list[str]:
-        """Delete agents that are disabled and not building; leave every other agent in place."""
-        deleted: list[str] = []
-        with self._state_lock:
-            for agent_id in agent_ids:
-                agent = self._agents.get(agent_id)
-                if agent is None:
-                    continue
-                if agent.agent_state is AgentState.BUILDING:
-                    self.stats.deleted_while_building.append(agent_id)
-                    continue
-                if agent.config_state is not ConfigState.DISABLED:
-                    self.stats.delete_refused_enabled += 1
-                    continue
-                if agent.process_alive:
-                    # Allowed, but the running agent's next calls fail: the shutdown order is pod first.
-                    self.stats.deleted_with_live_process += 1
-                del self._agents[agent_id]
-                self._agent_by_pod.pop(agent.pod_name, None)
-                deleted.append(agent_id)
-        return deleted
-
-    def server_info(self) -> dict[str, str]:
-        config = self.config
-        return {
-            "server_id": config.server_id,
-            "site_url": config.site_url,
-            "secure_site_url": config.secure_site_url,
-        }
-
-    def replace_health_messages(self, messages: list[HealthMessage]) -> None:
-        with self._state_lock:
-            self.health_messages = list(messages)
-
-    def append_console(self, key: tuple[str, str, str, str, str], text: str) -> bool:
-        """Append to the console of the latest run of the job named by (pipeline, pipeline counter, stage,
-        stage counter, job). Unknown jobs are kept aside and reported as False."""
-        with self._state_lock:
-            job = self._jobs.get(self._job_by_identifier.get(key, -1))
-            if job is None:
-                self.orphan_console.setdefault(key, []).append(text)
-                return False
-            job.console.append(text)
-            return True
-
-    # ---- queries for tests and benchmarks --------------------------------------------------------
-
-    def job(self, job_id: int) -> Job:
-        with self._state_lock:
-            return self._jobs[job_id]
-
-    def jobs(self) -> list[Job]:
-        with self._state_lock:
-            return list(self._jobs.values())
-
-    def agent(self, agent_id: str) -> Agent | None:
-        with self._state_lock:
-            return self._agents.get(agent_id)
-
-    def agents(self) -> list[Agent]:
-        with self._state_lock:
-            return list(self._agents.values())
-
-    def registration_key(self, key: str) -> RegistrationKey | None:
-        with self._state_lock:
-            return self._keys.get(key)
-
-    def wait_times(self) -> dict[int, float]:
-        """Seconds from scheduling to assignment, for every assigned job."""
-        with self._state_lock:
-            return {j.job_id: j.wait_s for j in self._jobs.values() if j.wait_s is not None}
-
-    def invariant_violations(self) -> list[str]:
-        """Jobs assigned twice, agents running two jobs at once, and everything recorded on the way."""
-        with self._state_lock:
-            problems = list(self.stats.invariant_violations)
-            problems += [f"agent {a} deleted while building" for a in self.stats.deleted_while_building]
-            seen: set[int] = set()
-            busy_until: dict[str, float] = {}
-            for assignment in sorted(self.assignments, key=lambda a: (a.assigned_at, a.job_id)):
-                if assignment.job_id in seen:
-                    problems.append(f"job {assignment.job_id} assigned twice")
-                seen.add(assignment.job_id)
-                if busy_until.get(assignment.agent_id, float("-inf")) > assignment.assigned_at + _EPSILON_S:
-                    problems.append(f"agent {assignment.agent_id} ran two jobs at once")
-                end = assignment.finished_at if assignment.finished_at is not None else float("inf")
-                busy_until[assignment.agent_id] = end
-            return problems
