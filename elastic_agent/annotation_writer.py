@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, ClusterPort, Conflict, NotFound
+from elastic_agent.yielding import let_the_answer_go_first
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +22,6 @@ Overlay = dict[str, str | None]
 
 class AnnotationWriter:
     MAX_ATTEMPTS = 5
-    # Woken by a request thread that is still answering, the writer would take the GIL from it for a
-    # whole patch (JSON and HTTP, a few ms); waiting this long first lets the answer go out. Real time on
-    # purpose, not the injected clock: it yields the processor, it does not measure anything.
-    LINGER_S = 0.005
 
     def __init__(
         self,
@@ -72,7 +68,7 @@ class AnnotationWriter:
                 if self._stopped:
                     return
             if woken:
-                time.sleep(self.LINGER_S)
+                let_the_answer_go_first()
             with self._wake:
                 if not self._queue:
                     continue

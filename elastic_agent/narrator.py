@@ -9,15 +9,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from typing import Any
 
 from elastic_agent.gocd import GoCDError, GoCDServer
+from elastic_agent.yielding import let_the_answer_go_first
 
 log = logging.getLogger("elastic_agent.decisions")
 
 CONSOLE_PREFIX = "[kubernetes-reuse] "
-LINGER_S = 0.005
 
 
 class Narrator:
@@ -51,10 +50,7 @@ class Narrator:
             woken = self._queue.empty()
             item = self._queue.get()
             if woken:
-                # Woken by a request thread that is still answering (should-assign-work, inside GoCD's
-                # assignment lock): let its answer go out before this thread takes the GIL for an HTTP
-                # call to GoCD. Real time on purpose: it yields the processor, it measures nothing.
-                time.sleep(LINGER_S)
+                let_the_answer_go_first()  # before this thread takes the GIL for a call to GoCD
             if item is None:
                 return
             gocd, job, text = item
