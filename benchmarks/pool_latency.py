@@ -1,4 +1,5 @@
-"""In-process latency of should-assign-work with many pods: the pool's answer alone, no HTTP.
+"""In-process latency of should-assign-work with many pods: the pool's answer alone, no HTTP. Also the
+time create-agent holds the pool's lock when no pod is needed (should-assign-work waits for that lock).
 
     python -m benchmarks.pool_latency [--pods 5000] [--calls 20000]
 
@@ -132,6 +133,26 @@ def measure(pods: int, calls: int, seed: int = 1) -> dict[str, float]:
     }
 
 
+def measure_create_agent(pods: int, calls: int) -> dict[str, float]:
+    """create-agent for jobs that idle pods of their fingerprint will take: the whole call is decided
+    under the pool's lock, and no pod is created (the cluster here refuses creations)."""
+    pool, specs = build(pods, fingerprints=50)
+    gocd = SilentGoCD()
+    samples = []
+    for call in range(calls):
+        job = JobIdentifier("p", "1", 1, "s", "1", "j", 1_000_000 + call)
+        started = time.perf_counter()
+        outcome = pool.create_agent(job, specs[call % len(specs)], f"key-{call}", gocd)  # type: ignore[arg-type]
+        samples.append(time.perf_counter() - started)
+        if outcome.created is not None:
+            raise RuntimeError(f"create-agent created a pod: {outcome.message}")
+    samples.sort()
+    return {
+        "p50_ms": samples[len(samples) // 2] * 1000,
+        "p99_ms": samples[int(len(samples) * 0.99)] * 1000,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=5000)
@@ -142,6 +163,11 @@ def main() -> None:
         f"should-assign-work in process, {result['pods']:.0f} pods, {result['calls']:.0f} calls "
         f"({result['true_answers']:.0f} true): p50 {result['p50_ms']:.3f} ms, p99 {result['p99_ms']:.3f} ms, "
         f"max {result['max_ms']:.3f} ms"
+    )
+    create = measure_create_agent(args.pods, 500)
+    print(
+        f"create-agent in process (no pod needed, all under the pool's lock), {args.pods} pods, 500 calls: "
+        f"p50 {create['p50_ms']:.3f} ms, p99 {create['p99_ms']:.3f} ms"
     )
 
 

@@ -23,6 +23,7 @@ from elastic_agent.pool_state import (  # re-exported for the reaper and tests
     _count,
     _duration,
 )
+from elastic_agent.record_index import RecordIndex
 from elastic_agent.records import PodRecord, PodState
 from elastic_agent.retirement import Retirement
 from elastic_agent.warm_pool import WarmPool
@@ -55,20 +56,20 @@ class ClusterPool(Retirement, WarmPool):
         now = self.clock.now()
         with self.lock:
             self._expire_waiting(now)
-            records = [r for r in self.records() if self.alive(r)]
-            running = next((r for r in records if r.current_job_id == job.job_id), None)
+            view = self._indexed()
+            running = next((r for r in view.running(job.job_id) if self.alive(r)), None)
             if running is not None:
                 return CreateOutcome(None, f"the job already runs on pod {running.name}")
             if spec.reuse:
-                outcome = self._reserve_for_reuse(job, spec, key, records, now)
+                outcome = self._reserve_for_reuse(job, spec, key, view, now)
             else:
-                outcome = self._reserve_one_pod_per_job(job, records)
+                outcome = self._reserve_one_pod_per_job(job, view)
             if outcome is not None:
                 return outcome
-            pending = self._pending_limit_reached(records)
+            pending = self._pending_limit_reached(view)
             victims: list[tuple[str, str]] = []
-            if pending is None and self._at_max_pods(records):
-                victims = self._make_room(spec, records)
+            if pending is None and self._at_max_pods(view):
+                victims = self._make_room(spec, view)
                 if not victims:
                     cap = self.settings.max_pods
                     pending = f"waiting: all {cap} pods allowed by max_pods are in use; GoCD will ask again"
@@ -76,7 +77,7 @@ class ClusterPool(Retirement, WarmPool):
                 self._waiting_unserved(spec, key)
                 return CreateOutcome(None, pending)
             self._creating[job.job_id] = spec.fingerprint
-            waiting, booting = self._demand(spec.fingerprint, records)
+            waiting, booting = self._demand(spec.fingerprint, view)
         if victims:
             self.retire(
                 victims, f"making room under max_pods ({self.settings.max_pods}) for waiting jobs", gocd
@@ -96,8 +97,8 @@ class ClusterPool(Retirement, WarmPool):
             return CreateOutcome(pod, f"created pod {pod}: {reason}")
         return CreateOutcome(pod, f"created pod {pod} in namespace {self.settings.namespace} for this job")
 
-    def _reserve_one_pod_per_job(self, job: JobIdentifier, records: list[PodRecord]) -> CreateOutcome | None:
-        mine = next((r for r in records if r.created_for_job_id == job.job_id and not r.reuse), None)
+    def _reserve_one_pod_per_job(self, job: JobIdentifier, view: RecordIndex) -> CreateOutcome | None:
+        mine = next((r for r in view.created_for(job.job_id) if self.alive(r)), None)
         if mine is not None:
             return CreateOutcome(None, f"pod {mine.name} was already created for this job")
         if job.job_id in self._creating:
@@ -105,7 +106,7 @@ class ClusterPool(Retirement, WarmPool):
         return None
 
     def _reserve_for_reuse(
-        self, job: JobIdentifier, spec: JobSpec, key: str, records: list[PodRecord], now: float
+        self, job: JobIdentifier, spec: JobSpec, key: str, view: RecordIndex, now: float
     ) -> CreateOutcome | None:
         """Join the waiting jobs of the fingerprint; a pod is needed only while they outnumber the
         fingerprint's booting and idle pods (GoCD sends create-agent for every waiting job)."""
@@ -116,10 +117,8 @@ class ClusterPool(Retirement, WarmPool):
             waiting[job.job_id] = WaitingJob(job, now, now, key)
         else:
             entry.last_seen, entry.key = now, key
-        demand, supply = self._demand(spec.fingerprint, records)
-        idle = demand and sum(
-            1 for r in self._matching(spec.fingerprint, records) if r.state == PodState.IDLE
-        )
+        demand, supply = self._demand(spec.fingerprint, view)
+        idle = demand and sum(1 for r in self._ready(spec.fingerprint, view) if r.state == PodState.IDLE)
         if demand <= supply:
             self._waiting_unserved(spec, key)
             return CreateOutcome(
@@ -129,9 +128,13 @@ class ClusterPool(Retirement, WarmPool):
             )
         return None
 
-    def _make_room(self, spec: JobSpec, records: list[PodRecord]) -> list[tuple[str, str]]:
+    def _make_room(self, spec: JobSpec, view: RecordIndex) -> list[tuple[str, str]]:
         """At max_pods, an idle pod of another fingerprint gives way, so a cap never starves a profile."""
-        others = [r for r in records if r.state == PodState.IDLE and r.fingerprint != spec.fingerprint]
+        others = [
+            r
+            for r in self._alive_records(view)
+            if r.state == PodState.IDLE and r.fingerprint != spec.fingerprint
+        ]
         if not others:
             return []
         victim = min(others, key=lambda r: r.state_since)

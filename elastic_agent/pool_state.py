@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from elastic_agent import labels
@@ -23,6 +23,7 @@ from elastic_agent.kube.port import ClusterPort, PodView
 from elastic_agent.messages import JobIdentifier
 from elastic_agent.narrator import Narrator
 from elastic_agent.pods import PodIdentity, build_pod
+from elastic_agent.record_index import RecordIndex
 from elastic_agent.records import PodRecord, PodState
 from elastic_agent.registration_keys import RegistrationKeys
 from profiles.cluster import ClusterProfile
@@ -71,7 +72,7 @@ class PoolState:
         # read all of them, and only a few pods change in between, so only those are read again. The
         # names changed since come through a deque: the port's listeners run on its watch thread, and a
         # deque's append and popleft are atomic, so no name is lost between a read and a write.
-        self._snapshot: dict[str, PodRecord] | None = None
+        self._index: RecordIndex | None = None
         self._changed: deque[str] = deque()
         port.add_listener(self._heard_pod_change)
         self._creating: dict[object, str] = {}  # reservation (job id or warm token) -> fingerprint
@@ -113,23 +114,28 @@ class PoolState:
 
     def records(self) -> list[PodRecord]:
         with self.lock:
-            snapshot = self._snapshot
-            if snapshot is None:
+            return list(self._indexed().by_name.values())
+
+    def _indexed(self) -> RecordIndex:
+        """The index of every record, brought up to date with the changes heard since."""
+        with self.lock:
+            index = self._index
+            if index is None:
                 self._changed.clear()  # the full read below sees every change heard so far
-                snapshot = self._snapshot = {}
+                index = self._index = RecordIndex()
                 for pod in self.port.pods():
                     record = self.record(pod.name)
                     if record is not None:
-                        snapshot[pod.name] = record
+                        index.put(record)
             changed = self._changed
             while changed:
                 name = changed.popleft()
                 record = self.record(name)
                 if record is None:
-                    snapshot.pop(name, None)
+                    index.remove(name)
                 else:
-                    snapshot[name] = record  # a new pod goes last, as in the port's cache
-            return list(snapshot.values())
+                    index.put(record)  # a new pod goes last, as in the port's cache
+            return index
 
     def _heard_pod_change(self, kind: str, pod: PodView) -> None:
         # Called after each change of the port's cache, from its watch thread or our own writes; no lock
@@ -207,33 +213,40 @@ class PoolState:
             labels.ANN_DO_NOT_DISRUPT: None,
         }
 
-    def _matching(self, fingerprint: str, records: Iterable[PodRecord]) -> list[PodRecord]:
-        return [
-            r
-            for r in records
-            if r.reuse
-            and r.fingerprint == fingerprint
-            and r.can_take_more_jobs()
-            and fingerprint not in self.superseded
-        ]
+    # Decisions read one view of the records, taken once under the lock (`_indexed()`), as they would read
+    # one list: changes heard meanwhile wait for the next view.
 
-    def _demand(self, fingerprint: str, records: list[PodRecord]) -> tuple[int, int]:
+    def _alive_records(self, view: RecordIndex) -> list[PodRecord]:
+        """Every record that `alive` accepts, in the cluster view's order."""
+        deleted = self._deleted
+        return [r for r in view.usable() if r.name not in deleted]
+
+    def _ready(self, fingerprint: str, view: RecordIndex) -> list[PodRecord]:
+        """Alive reuse pods of the fingerprint, booting or idle, that can take another job."""
+        if fingerprint in self.superseded:
+            return []
+        return [r for r in view.ready(fingerprint) if self.alive(r)]
+
+    def _demand(self, fingerprint: str, view: RecordIndex) -> tuple[int, int]:
         """(waiting jobs, pods that will be able to take one: booting, idle, being created)."""
         waiting = len(self._waiting.get(fingerprint, {}))
-        ready = sum(
-            1 for r in self._matching(fingerprint, records) if r.state in (PodState.BOOTING, PodState.IDLE)
-        )
-        creating = sum(1 for fp in self._in_flight(records) if fp == fingerprint)
-        return waiting, ready + creating
+        creating = sum(1 for fp in self._in_flight(view) if fp == fingerprint)
+        return waiting, len(self._ready(fingerprint, view)) + creating
 
-    def _in_flight(self, records: list[PodRecord]) -> list[str]:
-        """Fingerprints of the pods being created that `records` do not show yet: the cluster view gets
-        a new pod before its reservation is dropped, and it must not count twice meanwhile."""
-        shown = {r.name for r in records}
-        return [fp for token, fp in self._creating.items() if self._creating_names.get(token) not in shown]
+    def _in_flight(self, view: RecordIndex) -> list[str]:
+        """Fingerprints of the pods being created that the view does not show alive yet: the cluster view
+        gets a new pod before its reservation is dropped, and it must not count twice meanwhile."""
+        deleted, names = self._deleted, self._creating_names
+        return [
+            fp
+            for token, fp in self._creating.items()
+            if (name := names.get(token)) is None or not view.is_usable(name) or name in deleted
+        ]
 
-    def _pending_limit_reached(self, records: list[PodRecord]) -> str | None:
-        pending = sum(1 for r in records if r.pending_registration) + len(self._in_flight(records))
+    def _pending_limit_reached(self, view: RecordIndex) -> str | None:
+        deleted = self._deleted
+        registering = sum(1 for r in view.pending_registration() if r.name not in deleted)
+        pending = registering + len(self._in_flight(view))
         if pending >= self.settings.pending_pods_count:
             return (
                 f"waiting: {pending} pods have not registered yet, the limit (pending_pods_count) is "
@@ -241,12 +254,15 @@ class PoolState:
             )
         return None
 
-    def _at_max_pods(self, records: list[PodRecord]) -> bool:
+    def _at_max_pods(self, view: RecordIndex) -> bool:
         cap = self.settings.max_pods
-        return bool(cap) and len(records) + len(self._in_flight(records)) >= (cap or 0)
+        if not cap:
+            return False
+        alive = view.usable_count() - sum(1 for name in self._deleted if view.is_usable(name))
+        return alive + len(self._in_flight(view)) >= cap
 
-    def _blocked_by_caps(self, records: list[PodRecord]) -> bool:
-        return self._pending_limit_reached(records) is not None or self._at_max_pods(records)
+    def _blocked_by_caps(self, view: RecordIndex) -> bool:
+        return self._pending_limit_reached(view) is not None or self._at_max_pods(view)
 
     def _create(self, job: JobIdentifier | None, spec: JobSpec, key: str, now: float, token: object) -> str:
         manifest = build_pod(

@@ -25,10 +25,10 @@ class WarmPool(PoolState):
             spec = self._recipes.get(fingerprint)
             while spec is not None:
                 with self.lock:
-                    records = [r for r in self.records() if self.alive(r)]
-                    demand, supply = self._demand(fingerprint, records)
+                    view = self._indexed()
+                    demand, supply = self._demand(fingerprint, view)
                     jobs = [e for e in self._waiting.get(fingerprint, {}).values() if e.key is not None]
-                    if demand <= supply or not jobs or self._blocked_by_caps(records):
+                    if demand <= supply or not jobs or self._blocked_by_caps(view):
                         break
                     entry = max(jobs, key=lambda e: e.last_seen)  # the newest key lives longest
                     key, entry.key = entry.key, None
@@ -49,10 +49,10 @@ class WarmPool(PoolState):
         for fingerprint, spec in list(self._recipes.items()):
             while spec.min_idle_pods:
                 with self.lock:
-                    records = [r for r in self.records() if self.alive(r)]
-                    _, ready = self._demand(fingerprint, records)
+                    view = self._indexed()
+                    _, ready = self._demand(fingerprint, view)
                     waiting = len(self._waiting.get(fingerprint, {}))
-                    if ready - waiting >= spec.min_idle_pods or self._blocked_by_caps(records):
+                    if ready - waiting >= spec.min_idle_pods or self._blocked_by_caps(view):
                         break
                     key = self.keys.take()
                     if key is None:
