@@ -1,7 +1,8 @@
 """The simulator's speed against an earlier commit, side by side: the same generated trace simulated by
 this tree and by a git worktree of REV at the same time, one process per tree (one core each on 2
-cores), so that the machine's run-to-run drift hits both alike. Prints wall times and their ratio, and
-checks that both trees simulated the same pods and waits.
+cores), so that the machine's run-to-run drift hits both alike. Each tree is pinned to a core, and a
+second round swaps the cores, so that a slower core does not pass for a slower tree. Prints the wall
+times of each round, the ratio of their sums, and whether both trees simulated the same pods and waits.
 
     python -m benchmarks.sim_ab --against 3579d8e --jobs 10000
 
@@ -19,6 +20,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = {
@@ -28,10 +30,12 @@ POLICIES = {
 
 # Run in each tree with that tree on sys.path: the arguments come as JSON in argv[1].
 RUNNER = """
-import json, sys
+import json, os, sys
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
 from elastic_agent.simulation.workload import WorkloadSpec, generate
 args = json.loads(sys.argv[1])
+if args["cpu"] is not None:
+    os.sched_setaffinity(0, {args["cpu"]})
 trace = generate(WorkloadSpec(jobs=args["jobs"], days=args["jobs"] / 20000), seed=1)
 settings = SimSettings(seed=1, pending_pods_count=1000)
 out = []
@@ -43,8 +47,10 @@ print(json.dumps(out))
 """
 
 
-def simulate_in(tree: Path, jobs: int, policies: list[tuple[str, dict[str, str]]]) -> subprocess.Popen[str]:
-    argument = json.dumps({"jobs": jobs, "policies": policies})
+def simulate_in(
+    tree: Path, jobs: int, policies: list[tuple[str, dict[str, str]]], cpu: int | None
+) -> subprocess.Popen[str]:
+    argument = json.dumps({"jobs": jobs, "policies": policies, "cpu": cpu})
     return subprocess.Popen(
         [sys.executable, "-c", RUNNER, argument],
         cwd=tree,
@@ -54,29 +60,43 @@ def simulate_in(tree: Path, jobs: int, policies: list[tuple[str, dict[str, str]]
     )
 
 
-def compare(against: str, jobs: int, names: Sequence[str]) -> list[str]:
+def compare(against: str, jobs: int, names: Sequence[str], rounds: int = 2) -> list[str]:
     policies = [POLICIES[name] for name in names]
+    cpus = sorted(os.sched_getaffinity(0))
+    results: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []  # (other tree, this tree)
     with tempfile.TemporaryDirectory(prefix="sim-ab-") as scratch:
         other = Path(scratch) / "tree"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(other), against],
                        check=True)  # fmt: skip
         try:
-            runs = [simulate_in(other, jobs, policies), simulate_in(ROOT, jobs, policies)]
-            outputs = [run.communicate()[0] for run in runs]
-            if any(run.returncode for run in runs):
-                raise RuntimeError("a simulation failed; its error is above")
+            for round_ in range(rounds):
+                pins: list[int | None] = [None, None]
+                if len(cpus) >= 2:
+                    pins = [cpus[round_ % 2], cpus[(round_ + 1) % 2]]
+                runs = [
+                    simulate_in(other, jobs, policies, pins[0]),
+                    simulate_in(ROOT, jobs, policies, pins[1]),
+                ]
+                outputs = [run.communicate()[0] for run in runs]
+                if any(run.returncode for run in runs):
+                    raise RuntimeError("a simulation failed; its error is above")
+                results.append((json.loads(outputs[0]), json.loads(outputs[1])))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)], check=True)
-    before, after = (json.loads(output) for output in outputs)
     lines = [
-        f"| {jobs:,} jobs | {against} | this tree | ratio | same pods and waits |",
+        f"| {jobs:,} jobs | {against}, round by round | this tree, round by round | ratio of the sums "
+        "| same pods and waits |",
         "|---|---:|---:|---:|---|",
     ]
-    for old, new in zip(before, after, strict=True):
-        ratio = old["wall_s"] / new["wall_s"] if new["wall_s"] else float("inf")
-        same = "yes" if old["simulated"] == new["simulated"] else "NO: the trees simulate differently"
-        walls = f"{old['wall_s']:.1f} s | {new['wall_s']:.1f} s"
-        lines.append(f"| {new['policy']} | {walls} | {ratio:.2f}x | {same} |")
+    for index, (name, _) in enumerate(policies):
+        old = [before[index] for before, _ in results]
+        new = [after[index] for _, after in results]
+        old_s, new_s = sum(r["wall_s"] for r in old), sum(r["wall_s"] for r in new)
+        ratio = old_s / new_s if new_s else float("inf")
+        simulated = {json.dumps(r["simulated"]) for r in old + new}
+        same = "yes" if len(simulated) == 1 else "NO: the trees simulate differently"
+        walls = " | ".join(", ".join(f"{r['wall_s']:.1f} s" for r in side) for side in (old, new))
+        lines.append(f"| {name} | {walls} | {ratio:.2f}x | {same} |")
     return lines
 
 
@@ -87,12 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--against", required=True, help="the git revision to compare with")
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--policies", default="reuse,one", help=f"comma-separated, of {', '.join(POLICIES)}")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds; the trees swap cores each round")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.policies.split(",") if name.strip()]
     unknown = [name for name in names if name not in POLICIES]
-    if unknown or not names or args.jobs < 1:
-        parser.error(f"policies are among {', '.join(POLICIES)}, and --jobs is at least 1")
-    print("\n".join(compare(args.against, args.jobs, names)))
+    if unknown or not names or args.jobs < 1 or args.rounds < 1:
+        parser.error(f"policies are among {', '.join(POLICIES)}; --jobs and --rounds are at least 1")
+    print("\n".join(compare(args.against, args.jobs, names, args.rounds)))
     return 0
 
 
