@@ -68,10 +68,10 @@ class PoolState:
         self._labels: dict[str, Overlay] = {}
         self._overlay_generation: dict[str, int] = {}
         self._record_cache: dict[str, tuple[str, int, PodRecord]] = {}
-        # Every record of the cluster, in the port's order: create-agent, the ping and the warm pool each
-        # read all of them, and only a few pods change in between, so only those are read again. The
-        # names changed since come through a deque: the port's listeners run on its watch thread, and a
-        # deque's append and popleft are atomic, so no name is lost between a read and a write.
+        # Every record of the cluster, indexed (record_index.py) for the decisions of create-agent and the
+        # warm pool; only the pods that changed since the last look are read again. Their names come
+        # through a deque: the port's listeners run on its watch thread, and a deque's append and popleft
+        # are atomic, so no name is lost between a read and a write.
         self._index: RecordIndex | None = None
         self._changed: deque[str] = deque()
         port.add_listener(self._heard_pod_change)
