@@ -4,10 +4,11 @@
     python -m benchmarks.load_client throughput --port P [--seconds S] [--connections C] < request.json
 
 `request.json` holds {"path": ..., "headers": {...}, "body": ...}: one POST, sent over and over on
-keep-alive connections. In latency mode it may hold "bodies": [...] instead, sent one after the other
-(requests that change state, such as a `true` that makes a pod busy, cannot be repeated), and
-`--gap-ms` paces the requests. It prints one JSON object: the latencies in seconds (latency), or the
-answers counted in the timed window (throughput), and every status and body seen.
+keep-alive connections. It may hold "bodies": [...] instead, sent one after the other, round and round
+(requests that change state, such as a `true` that makes a pod busy or a create-agent that creates one,
+cannot be repeated); in latency mode `--gap-ms` paces the requests. It prints one JSON object: the
+latencies in seconds (latency), or the answers counted in the timed window (throughput), and every
+status and body seen.
 
 Why not `http.client` in the benchmark process: that process also hosts the fake Kubernetes API server
 and its 5,000 pods, so its client threads share a GIL and a large heap with the server side of the
@@ -104,18 +105,28 @@ def latency(
     return {"latencies": timings, "answers": _answers(seen)}
 
 
-def throughput(port: int, request: bytes, seconds: float, connections: int, warmup: float) -> dict[str, Any]:
+def throughput(
+    port: int, requests_in_turn: Sequence[bytes], seconds: float, connections: int, warmup: float
+) -> dict[str, Any]:
     """`connections` keep-alive connections, each with one request in flight at all times (a closed loop,
-    as the same number of client threads sending one after the other), driven from one thread. Counts
-    the answers that arrive within `seconds` after a warm-up."""
+    as the same number of client threads sending one after the other), driven from one thread; the
+    requests are the next of `requests_in_turn`, round and round. Counts the answers that arrive within
+    `seconds` after a warm-up."""
     selector = selectors.DefaultSelector()
     parsers = {}
+    sent = 0
+
+    def send_next(sock: socket.socket) -> None:
+        nonlocal sent
+        sock.sendall(requests_in_turn[sent % len(requests_in_turn)])  # ~1 kB: fits the socket buffer
+        sent += 1
+
     for _ in range(connections):
         sock = connect(port)
         sock.setblocking(False)
         parsers[sock] = Answer()
         selector.register(sock, selectors.EVENT_READ)
-        sock.sendall(request)  # a request of ~1 kB always fits the empty socket buffer
+        send_next(sock)
     seen: Counter[tuple[int, str]] = Counter()
     counted = 0
     started = time.perf_counter()
@@ -135,7 +146,7 @@ def throughput(port: int, request: bytes, seconds: float, connections: int, warm
                 counted += len(answers)
                 seen.update((status, body.decode(errors="replace")) for status, body in answers)
             if now < window_end:
-                sock.sendall(request)
+                send_next(sock)
     for sock in parsers:
         selector.unregister(sock)
         sock.close()
@@ -161,13 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spec = json.load(sys.stdin)
     bodies = spec["bodies"] if "bodies" in spec else [spec["body"]]
-    if not bodies or (len(bodies) > 1 and args.mode != "latency"):
-        parser.error("give one body, or several bodies in latency mode")
+    if not bodies:
+        parser.error("give a body, or a non-empty list of bodies")
     requests = [request_bytes("127.0.0.1", args.port, spec["path"], spec["headers"], body) for body in bodies]
     if args.mode == "latency":
         result = latency(args.port, requests, args.requests, args.warmup, args.gap_ms / 1000)
     else:
-        result = throughput(args.port, requests[0], args.seconds, args.connections, args.warmup_seconds)
+        result = throughput(args.port, requests, args.seconds, args.connections, args.warmup_seconds)
     json.dump(result, sys.stdout)
     return 0
 

@@ -237,6 +237,15 @@ def load_client(
     return json.loads(done.stdout)
 
 
+def create_agent_body(fixture: Fixture, index: int) -> dict[str, Any]:
+    return {
+        "auto_register_key": f"bench-key-{index}",
+        "elastic_agent_profile_properties": dict(fixture.elastic, Image="registry.example.test/x:1"),
+        "cluster_profile_properties": fixture.cluster,
+        "job_identifier": _job(30_000_000 + index),
+    }
+
+
 def only_answer(result: dict[str, Any], expected: str) -> None:
     """Every answer counted must be the expected 200: a fast wrong answer is no result."""
     wrong = [answer for answer in result["answers"] if (answer["status"], answer["body"]) != (200, expected)]
@@ -351,22 +360,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate = throughput(port, callback_url, ask, args.seconds, args.threads)
         lines.append(f"  the same with {args.threads} http.client threads in this process "
                      f"(the previous client): {rate:.0f} req/s")  # fmt: skip
-        latencies = []
-        for index in range(args.creates):
-            create: dict[str, Any] = {
-                "auto_register_key": f"bench-key-{index}",
-                "elastic_agent_profile_properties": dict(fixture.elastic, Image="registry.example.test/x:1"),
-                "cluster_profile_properties": fixture.cluster,
-                "job_identifier": _job(30_000_000 + index),
-            }
-            latencies.append(client.send("create-agent", create)[2])
-        lines.append(f"create-agent (creates a pod), one client: {summary(latencies)}")
+        # Each create-agent is for a new job of a profile no idle pod has: every one creates a pod.
+        creates = [create_agent_body(fixture, index) for index in range(args.creates)]
+        result = load_client("latency", port, callback_url, "create-agent", creates,
+                             "--requests", str(len(creates)), "--warmup", "0")  # fmt: skip
+        only_answer(result, "")
+        lines.append(f"create-agent (creates a pod), one client: {summary(result['latencies'])}")
         time.sleep(1.0)  # let the annotation writer and the watch settle
         before = len(requests_log)
         _, _, elapsed = client.send("server-ping", ping)
         lines.append(f"server-ping after the above: {elapsed * 1000:.0f} ms, "
                      f"{len(requests_log) - before} Kubernetes API calls")  # fmt: skip
         lines.append(f"backend RSS: {rss_mb(process.pid):.0f} MB")
+        # Last, because it adds pods: create-agent throughput, every request creating a pod.
+        pods_before = len(kube.store.list_pods(NAMESPACE)[0])
+        window = args.seconds / 2
+        # More distinct jobs than the backend can create pods for in the window and its warm-up.
+        count = int(400 * (window + 2))
+        creates = [create_agent_body(fixture, args.creates + index) for index in range(count)]
+        result = load_client("throughput", port, callback_url, "create-agent", creates,
+                             "--seconds", str(window), "--connections", str(args.threads))  # fmt: skip
+        only_answer(result, "")
+        rate = result["answered"] / result["seconds"]
+        settle(requests_log)
+        created = len(kube.store.list_pods(NAMESPACE)[0]) - pods_before
+        lines.append(f"create-agent throughput, {args.threads} concurrent connections: {rate:.0f} req/s "
+                     f"({created} pods created in all, with the warm-up)")  # fmt: skip
     finally:
         process.terminate()
         process.wait(10)

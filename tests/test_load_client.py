@@ -110,3 +110,12 @@ def test_throughput_counts_the_answers_of_the_window(echo_port: int, monkeypatch
     result = run(argv, spec, monkeypatch)
     assert result["seconds"] == 0.5 and result["answered"] > 10
     assert result["answers"] == [{"status": 200, "body": "FALSE", "count": result["answered"]}]
+
+
+def test_throughput_sends_several_bodies_in_turn(echo_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = {"path": "/x", "headers": HEADERS, "bodies": ["a", "b"]}
+    argv = ["throughput", "--port", str(echo_port), "--seconds", "0.5", "--connections", "2",
+            "--warmup-seconds", "0.1"]  # fmt: skip
+    result = run(argv, spec, monkeypatch)
+    counts = {a["body"]: a["count"] for a in result["answers"]}
+    assert set(counts) == {"A", "B"} and abs(counts["A"] - counts["B"]) <= 2
