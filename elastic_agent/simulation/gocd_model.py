@@ -46,11 +46,9 @@ from elastic_agent.simulation.gocd_records import (  # re-exported: callers impo
     RegistrationAttempt,
     RegistrationKey,
 )
-from elastic_agent.simulation.gocd_server_side import ServerSide
+from elastic_agent.simulation.gocd_server_side import ConsoleKey, ServerSide
 from elastic_agent.simulation.gocd_timing import EPSILON_S, PollGrid, TimedQueue, is_due
 from elastic_agent.simulation.gocd_transport import PluginTransport
-
-_REQUEST_NAMES = {name: wire.REQUEST_PREFIX + name for name in ("should-assign-work", "create-agent")}
 
 
 @runtime_checkable
@@ -91,7 +89,7 @@ class SimulatedGoCD(ServerSide):
         self._completions: TimedQueue[int] = TimedQueue(self._completion_is_current)  # job ids
         self._silences: TimedQueue[str] = TimedQueue(self._silence_is_current)  # agent ids
         self._running: dict[int, Job] = {}
-        self._job_by_identifier: dict[tuple[str, str, str, str, str], int] = {}
+        self._job_by_identifier: dict[ConsoleKey, int] = {}
         self._pipeline_counters: dict[str, int] = {}
         self._next_job_id = self.config.first_job_id
         self._agents: dict[str, Agent] = {}
@@ -103,7 +101,7 @@ class SimulatedGoCD(ServerSide):
         self.assignments: list[Assignment] = []
         self._open_assignments: dict[int, Assignment] = {}
         self.health_messages: list[HealthMessage] = []
-        self.orphan_console: dict[tuple[str, str, str, str, str], list[str]] = {}
+        self.orphan_console: dict[ConsoleKey, list[str]] = {}
         start = clock.now()
         self._next_scheduler_at = start + self.config.scheduler_interval_s
         self._next_ping_at = start + self.config.ping_interval_s
@@ -518,7 +516,7 @@ class SimulatedGoCD(ServerSide):
         self._call("server-ping", body)
 
     def _call(self, name: str, body: dict[str, Any] | str) -> tuple[int, str] | None:
-        request_name = _REQUEST_NAMES.get(name) or wire.REQUEST_PREFIX + name
+        request_name = wire.REQUEST_PREFIX + name
         text = body if isinstance(body, str) else wire.encode(body)
         try:
             status, answer = self._transport.send(request_name, text)
