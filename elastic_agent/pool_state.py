@@ -133,9 +133,17 @@ class PoolState:
                 record = self.record(name)
                 if record is None:
                     index.remove(name)
+                    self._forget(name)
                 else:
                     index.put(record)  # a new pod goes last, as in the port's cache
             return index
+
+    def _forget(self, name: str) -> None:
+        """A pod gone from the cluster (or no longer ours): drop what was kept for it, or a backend that
+        runs for months would keep a record of every pod it ever saw."""
+        if self.port.get(name) is None:
+            self._record_cache.pop(name, None)
+            self._overlay_generation.pop(name, None)
 
     def _heard_pod_change(self, kind: str, pod: PodView) -> None:
         # Called after each change of the port's cache, from its watch thread or our own writes; no lock

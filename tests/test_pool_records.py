@@ -47,3 +47,22 @@ def test_records_follow_pods_changed_outside_the_pool_and_the_pools_own_changes(
 
     store.delete_pod(NAMESPACE, "agent-2", grace_seconds=0)  # as `kubectl delete --now` would
     assert [r.name for r in pool.records() if not r.deleting] == ["agent-1"]
+
+
+def test_a_pod_gone_from_the_cluster_leaves_nothing_behind_in_the_pool() -> None:
+    clock = ManualClock(1_700_000_000.0)
+    store = SimulationKubeStore(clock=clock)
+    identity = PodIdentity(server_id="server", cluster="cluster")
+    port = InProcessCluster(store, NAMESPACE, identity.selector())
+    port.start()
+    settings = ClusterProfile.from_properties({"go_server_url": "https://ci.example.test/go"})
+    pool = PoolState(port, identity, settings, clock)
+    for index in range(50):  # pods come, change and go, as they do all day
+        name = f"agent-{index}"
+        store.create_pod(NAMESPACE, pod_manifest(name, identity))
+        pool.change(name, {labels.ANN_STATE: PodState.BUSY.value})
+        assert [r.name for r in pool.records()] == [name]
+        store.delete_pod(NAMESPACE, name, grace_seconds=0)
+        assert pool.records() == []
+    # What the pool keeps per pod (private, but its growth is the point): nothing for pods that are gone.
+    assert pool._record_cache == {} and pool._overlay_generation == {}
