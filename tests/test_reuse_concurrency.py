@@ -104,7 +104,7 @@ def gocd_for(
     def make(elastic: dict[str, str], boot_delay: float = 10_000, **cluster: str) -> Gocd:
         stack = make_stack(boot_delay=boot_delay, start_gocd=False)
         gocd = Gocd(stack, elastic, stack.cluster_profile(**cluster))
-        monkeypatch.setattr(stack.gocd, "list_agents", gocd.list_agents)
+        # The simulated server answers the plugin's list-agents call from list_agents_json.
         monkeypatch.setattr(stack.gocd, "list_agents_json", lambda: json.dumps(gocd.list_agents()))
         monkeypatch.setattr(stack.gocd, "delete_agents", gocd.delete_agents)
         return gocd

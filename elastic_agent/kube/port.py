@@ -109,4 +109,4 @@ class ClusterPort(Protocol):
 
     def add_listener(self, listener: PodListener) -> None:
         """`listener(kind, pod)` is called after every change of the cache (ADDED, MODIFIED, DELETED),
-        also for the port's own writes before they return; the pool's record snapshot relies on it."""
+        also for the port's own writes before they return; the pool's record index relies on it."""

@@ -121,7 +121,9 @@ class Agent:
     jobs_run: int = 0
     # status() as compact JSON, for the states it was encoded in: an idle agent's status goes into every
     # should-assign-work body of every poll, and rarely changes between them.
-    _status_text: tuple[tuple[str, str, str], str] | None = field(default=None, repr=False, compare=False)
+    _status_text: tuple[tuple[str, str, str], str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def can_poll(self) -> bool:
