@@ -9,7 +9,9 @@ Kubernetes API calls are counted where they arrive: at the fake API server.
 
 should-assign-work latency and throughput are measured by benchmarks/load_client.py in a process of its
 own (the same requests, over keep-alive connections); the figures of the previous client, Python's
-http.client in this process, follow for comparison. Everything shares the machine's cores.
+http.client in this process, follow for comparison. Everything shares the machine's cores. Last, the
+same server with an app that answers without doing anything (benchmarks/server_floor.py) is timed the
+same ways, and each should-assign-work figure is printed against it: the floor on this machine.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks import server_floor
 from benchmarks.service_fixture import (
     NAMESPACE,
     Fixture,
@@ -192,12 +195,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", str(args.requests), "--warmup", "200")  # fmt: skip
         only_answer(result, "false")
+        compared = {"should-assign-work (false), back to back": result["latencies"]}
         lines.append(f"should-assign-work (false), one client: {summary(result['latencies'])}")
         # The same request at the pace used for `true` answers below: on an idle machine every request
         # first wakes the server's threads, so a paced request costs more than one of a busy stream.
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", "250", "--warmup", "0", "--gap-ms", "20")  # fmt: skip
         only_answer(result, "false")
+        compared["should-assign-work (false), 50 per second"] = result["latencies"]
         lines.append(f"should-assign-work (false), one client, 50 per second: {summary(result['latencies'])}")
         for _ in range(200):
             client.send("should-assign-work", ask)
@@ -220,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "--requests", str(len(bodies)), "--warmup", "0",
                                  "--gap-ms", str(gap_s * 1000))  # fmt: skip
             answers += [a["body"] for a in result["answers"] for _ in range(a["count"])]
+            compared[f"should-assign-work (true), {label}"] = result["latencies"]
             lines.append(f"should-assign-work (true), one client, {label}: {summary(result['latencies'])}")
             settle(requests_log)
         for label, names, gap_s in (("back to back", quarters[2], 0.0), ("50 per second", quarters[3], 0.02)):
@@ -277,6 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         process.wait(10)
         stop_callbacks()
         kube.stop()
+    # The same server with an app that does nothing, after the backend has gone: the floor under the
+    # figures above on this machine, measured in this run.
+    floor = server_floor.measure(args.requests)
+    lines += floor.lines()
+    for name, latencies in compared.items():
+        base = floor.paced if "per second" in name else floor.back_to_back
+        lines.append("  " + server_floor.beside(name, latencies, base))
     print("\n".join(lines))
     return 0
 

@@ -1,0 +1,119 @@
+"""What the production server itself costs per request on this machine: an app that answers `false`
+without doing anything, served by waitress with the backend's settings (`elastic_agent.service`) in a
+process of its own, timed by the same load client as the backend, back to back and at 50 per second.
+
+    python -m benchmarks.server_floor [--requests 3000]
+
+The service benchmark runs it in the same run as the backend's figures and prints both side by side:
+the backend's latency cannot be lower than this floor, and the difference is what the plugin adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.service_fixture import start_listening
+from elastic_agent.service import wsgi_server
+from elastic_agent.simulation.measures import percentile
+
+ANSWER = b"false"
+PACED_GAP_MS = 20.0  # 50 per second, the pace of the service benchmark's paced requests
+
+
+def empty_answer(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    """Reads the request body and answers `false`, as should-assign-work does, with nothing between."""
+    environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(ANSWER)))])
+    return [ANSWER]
+
+
+@dataclass(frozen=True)
+class Floor:
+    back_to_back: list[float]
+    paced: list[float]
+
+    def lines(self) -> list[str]:
+        return [
+            f"an empty answer from the same server, back to back: {describe(self.back_to_back)}",
+            f"an empty answer from the same server, 50 per second: {describe(self.paced)}",
+        ]
+
+
+def describe(latencies: Sequence[float]) -> str:
+    ordered = sorted(latencies)
+    return f"n={len(ordered)} p50={_ms(ordered, 0.5)} ms p99={_ms(ordered, 0.99)} ms"
+
+
+def beside(name: str, latencies: Sequence[float], floor: Sequence[float]) -> str:
+    """The backend's p50 and p99 next to the floor's, as ratios and as the time the plugin adds."""
+    ours, bare = sorted(latencies), sorted(floor)
+    parts = []
+    for label, share in (("p50", 0.5), ("p99", 0.99)):
+        mine, base = percentile(ours, share), percentile(bare, share)
+        parts.append(f"{label} {mine * 1000:.2f} / {base * 1000:.2f} ms = {mine / base:.2f}x "
+                     f"({(mine - base) * 1000:+.2f} ms)")  # fmt: skip
+    return f"{name} against the empty answer: " + "; ".join(parts)
+
+
+def _ms(ordered: Sequence[float], share: float) -> str:
+    return f"{percentile(ordered, share) * 1000:.2f}"
+
+
+def measure(requests: int, paced_requests: int = 250) -> Floor:
+    """Starts the empty-answer server in a child process, times it both ways, stops it."""
+    process, port = start_listening(
+        lambda port: [sys.executable, "-m", "benchmarks.server_floor", "serve", "--port", str(port)],
+        dict(os.environ), "the empty-answer server",
+    )  # fmt: skip
+    try:
+        back_to_back = _latencies(port, "--requests", str(requests), "--warmup", "200")
+        paced = _latencies(port, "--requests", str(paced_requests), "--warmup", "0",
+                           "--gap-ms", str(PACED_GAP_MS))  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(10)
+    return Floor(back_to_back, paced)
+
+
+def _latencies(port: int, *options: str) -> list[float]:
+    request = {"path": "/gocd/plugin/cd.go.elastic-agent.should-assign-work",
+               "headers": {"Content-Type": "application/json"}, "body": "{}"}  # fmt: skip
+    command = [sys.executable, "-m", "benchmarks.load_client", "latency", "--port", str(port), *options]
+    done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout)
+    wrong = [a for a in result["answers"] if (a["status"], a["body"]) != (200, ANSWER.decode())]
+    if wrong:
+        raise RuntimeError(f"unexpected answers from the empty-answer server: {wrong}")
+    latencies: list[float] = result["latencies"]
+    return latencies
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("what", nargs="?", choices=["measure", "serve"], default="measure")
+    parser.add_argument("--port", type=int, help="serve: the port to listen on")
+    parser.add_argument("--requests", type=int, default=3000, help="measure: requests timed back to back")
+    args = parser.parse_args(argv)
+    if args.what == "serve":
+        if args.port is None:
+            parser.error("serve needs --port")
+        # As `elastic_agent serve` runs: waitress in a thread of its own, the main thread waiting.
+        server = wsgi_server(empty_answer, "127.0.0.1", args.port, threads=16)
+        threading.Thread(target=server.run, name="waitress", daemon=True).start()
+        threading.Event().wait()
+    print("\n".join(measure(args.requests).lines()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
