@@ -25,6 +25,7 @@ from elastic_agent.service import wsgi_server
 from elastic_agent.simulation.measures import percentile
 
 ANSWER = b"false"
+PATH = "/gocd/plugin/cd.go.elastic-agent.should-assign-work"
 PACED_GAP_MS = 20.0  # 50 per second, the pace of the service benchmark's paced requests
 
 
@@ -67,15 +68,19 @@ def _ms(ordered: Sequence[float], share: float) -> str:
     return f"{percentile(ordered, share) * 1000:.2f}"
 
 
-def measure(requests: int, paced_requests: int = 250) -> Floor:
-    """Starts the empty-answer server in a child process, times it both ways, stops it."""
+def measure(
+    requests: int, paced_requests: int = 250, headers: dict[str, str] | None = None, body: str = "{}"
+) -> Floor:
+    """Starts the empty-answer server in a child process, times it both ways, stops it. Give the
+    headers and body the backend was sent, so that both servers read requests of the same size."""
+    request = {"path": PATH, "headers": headers or {"Content-Type": "application/json"}, "body": body}
     process, port = start_listening(
         lambda port: [sys.executable, "-m", "benchmarks.server_floor", "serve", "--port", str(port)],
         dict(os.environ), "the empty-answer server",
     )  # fmt: skip
     try:
-        back_to_back = _latencies(port, "--requests", str(requests), "--warmup", "200")
-        paced = _latencies(port, "--requests", str(paced_requests), "--warmup", "0",
+        back_to_back = _latencies(port, request, "--requests", str(requests), "--warmup", "200")
+        paced = _latencies(port, request, "--requests", str(paced_requests), "--warmup", "0",
                            "--gap-ms", str(PACED_GAP_MS))  # fmt: skip
     finally:
         process.terminate()
@@ -83,9 +88,7 @@ def measure(requests: int, paced_requests: int = 250) -> Floor:
     return Floor(back_to_back, paced)
 
 
-def _latencies(port: int, *options: str) -> list[float]:
-    request = {"path": "/gocd/plugin/cd.go.elastic-agent.should-assign-work",
-               "headers": {"Content-Type": "application/json"}, "body": "{}"}  # fmt: skip
+def _latencies(port: int, request: dict[str, Any], *options: str) -> list[float]:
     command = [sys.executable, "-m", "benchmarks.load_client", "latency", "--port", str(port), *options]
     done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True, check=True)
     result = json.loads(done.stdout)

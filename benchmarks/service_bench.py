@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kube.stop()
     # The same server with an app that does nothing, after the backend has gone: the floor under the
     # figures above on this machine, measured in this run.
-    floor = server_floor.measure(args.requests)
+    floor = server_floor.measure(args.requests, headers=bridge_headers(callback_url), body=json.dumps(ask))
     lines += floor.lines()
     for name, latencies in compared.items():
         base = floor.paced if "per second" in name else floor.back_to_back
