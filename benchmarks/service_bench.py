@@ -9,7 +9,7 @@ Kubernetes API calls are counted where they arrive: at the fake API server.
 
 should-assign-work latency and throughput are measured by benchmarks/load_client.py in a process of its
 own (the same requests, over keep-alive connections); the figures of the previous client, Python's
-http.client in this process, follow for comparison. Everything shares the machine's cores. Last, the
+http.client in this process, follow for comparison. Everything shares the machine's cores. First, the
 same server with an app that answers without doing anything (benchmarks/server_floor.py) is timed the
 same ways, and each should-assign-work figure is printed against it: the floor on this machine.
 """
@@ -161,9 +161,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in names
     ]
     callback_url, stop_callbacks = gocd_callbacks(agents)
-    process, port = start_backend(callback_url)
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
-    lines = [f"machine: {os.cpu_count()} cores, load average {load} before the backend started",
+    # should-assign-work that answers false (a busy pod asked about a waiting job): state unchanged.
+    ask = {
+        "agent": {"agent_id": fixture.busy[0], "agent_state": "Idle", "build_state": "Idle",
+                  "config_state": "Enabled"},
+        "elastic_agent_profile_properties": fixture.elastic,
+        "cluster_profile_properties": fixture.cluster,
+        "job_identifier": job_fields(10_000_000),
+    }  # fmt: skip
+    # The same server with an app that does nothing, before the backend starts: the floor under the
+    # figures below on this machine, measured in this run with requests of the same size.
+    floor = server_floor.measure(args.requests, headers=bridge_headers(callback_url), body=json.dumps(ask))
+    process, port = start_backend(callback_url)
+    lines = [f"machine: {os.cpu_count()} cores, load average {load} before the benchmark's servers started",
              f"pods in the cluster and agents in GoCD: {args.pods} ({len(fixture.idle)} idle, "
              f"{len(fixture.busy)} busy)"]  # fmt: skip
     try:
@@ -183,14 +194,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             ping_calls.append(len(requests_log) - before)
         lines.append(f"server-ping, nothing changed: {summary(ping_times)}; Kubernetes API calls per ping: "
                      f"{ping_calls}")  # fmt: skip
-        # should-assign-work that answers false (a busy pod asked about a waiting job): state unchanged.
-        ask = {
-            "agent": {"agent_id": fixture.busy[0], "agent_state": "Idle", "build_state": "Idle",
-                      "config_state": "Enabled"},
-            "elastic_agent_profile_properties": fixture.elastic,
-            "cluster_profile_properties": fixture.cluster,
-            "job_identifier": job_fields(10_000_000),
-        }  # fmt: skip
         lines.append(f"load client: {LOAD_CLIENT}")
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", str(args.requests), "--warmup", "200")  # fmt: skip
@@ -283,9 +286,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         process.wait(10)
         stop_callbacks()
         kube.stop()
-    # The same server with an app that does nothing, after the backend has gone: the floor under the
-    # figures above on this machine, measured in this run.
-    floor = server_floor.measure(args.requests, headers=bridge_headers(callback_url), body=json.dumps(ask))
     lines += floor.lines()
     for name, latencies in compared.items():
         base = floor.paced if "per second" in name else floor.back_to_back
