@@ -24,14 +24,19 @@ def pod_manifest(name: str, identity: PodIdentity, state: str = "idle") -> dict[
     }
 
 
-def test_records_follow_pods_changed_outside_the_pool_and_the_pools_own_changes() -> None:
+def pool_on_a_cluster() -> tuple[SimulationKubeStore, PodIdentity, PoolState]:
+    """A pool over an in-process cluster; pods are made and removed through the returned store."""
     clock = ManualClock(1_700_000_000.0)
     store = SimulationKubeStore(clock=clock)
     identity = PodIdentity(server_id="server", cluster="cluster")
     port = InProcessCluster(store, NAMESPACE, identity.selector())
     port.start()
     settings = ClusterProfile.from_properties({"go_server_url": "https://ci.example.test/go"})
-    pool = PoolState(port, identity, settings, clock)
+    return store, identity, PoolState(port, identity, settings, clock)
+
+
+def test_records_follow_pods_changed_outside_the_pool_and_the_pools_own_changes() -> None:
+    store, identity, pool = pool_on_a_cluster()
 
     store.create_pod(NAMESPACE, pod_manifest("agent-1", identity))
     first = pool.records()
@@ -50,13 +55,7 @@ def test_records_follow_pods_changed_outside_the_pool_and_the_pools_own_changes(
 
 
 def test_a_pod_gone_from_the_cluster_leaves_nothing_behind_in_the_pool() -> None:
-    clock = ManualClock(1_700_000_000.0)
-    store = SimulationKubeStore(clock=clock)
-    identity = PodIdentity(server_id="server", cluster="cluster")
-    port = InProcessCluster(store, NAMESPACE, identity.selector())
-    port.start()
-    settings = ClusterProfile.from_properties({"go_server_url": "https://ci.example.test/go"})
-    pool = PoolState(port, identity, settings, clock)
+    store, identity, pool = pool_on_a_cluster()
     for index in range(50):  # pods come, change and go, as they do all day
         name = f"agent-{index}"
         store.create_pod(NAMESPACE, pod_manifest(name, identity))
