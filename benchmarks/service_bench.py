@@ -198,14 +198,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", str(args.requests), "--warmup", "200")  # fmt: skip
         only_answer(result, "false")
-        compared = {"should-assign-work (false), back to back": result["latencies"]}
+        # (what, latencies, paced): each is printed against the empty answer timed the same way
+        compared = [("should-assign-work (false), back to back", result["latencies"], False)]
         lines.append(f"should-assign-work (false), one client: {summary(result['latencies'])}")
         # The same request at the pace used for `true` answers below: on an idle machine every request
         # first wakes the server's threads, so a paced request costs more than one of a busy stream.
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", "250", "--warmup", "0", "--gap-ms", "20")  # fmt: skip
         only_answer(result, "false")
-        compared["should-assign-work (false), 50 per second"] = result["latencies"]
+        compared.append(("should-assign-work (false), 50 per second", result["latencies"], True))
         lines.append(f"should-assign-work (false), one client, 50 per second: {summary(result['latencies'])}")
         for _ in range(200):
             client.send("should-assign-work", ask)
@@ -228,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "--requests", str(len(bodies)), "--warmup", "0",
                                  "--gap-ms", str(gap_s * 1000))  # fmt: skip
             answers += [a["body"] for a in result["answers"] for _ in range(a["count"])]
-            compared[f"should-assign-work (true), {label}"] = result["latencies"]
+            compared.append((f"should-assign-work (true), {label}", result["latencies"], bool(gap_s)))
             lines.append(f"should-assign-work (true), one client, {label}: {summary(result['latencies'])}")
             settle(requests_log)
         for label, names, gap_s in (("back to back", quarters[2], 0.0), ("50 per second", quarters[3], 0.02)):
@@ -287,8 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop_callbacks()
         kube.stop()
     lines += floor.lines()
-    for name, latencies in compared.items():
-        base = floor.paced if "per second" in name else floor.back_to_back
+    for name, latencies, paced in compared:
+        base = floor.paced if paced else floor.back_to_back
         lines.append("  " + server_floor.beside(name, latencies, base))
     print("\n".join(lines))
     return 0
