@@ -24,10 +24,11 @@ import argparse
 import json
 import selectors
 import socket
+import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 HEADER_END = b"\r\n\r\n"
@@ -155,6 +156,21 @@ def throughput(
 
 def _answers(seen: Counter[tuple[int, str]]) -> list[dict[str, Any]]:
     return [{"status": status, "body": body, "count": count} for (status, body), count in seen.items()]
+
+
+def run_apart(mode: str, port: int, request: Mapping[str, Any], *options: str) -> Any:
+    """Runs this client in a process of its own with `request` (what `main` reads from standard input)
+    and returns what it printed."""
+    command = [sys.executable, "-m", "benchmarks.load_client", mode, "--port", str(port), *options]
+    done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def only_answer(result: Mapping[str, Any], expected: str, server: str) -> None:
+    """Every answer counted must be the expected 200: a fast wrong answer is no result."""
+    wrong = [answer for answer in result["answers"] if (answer["status"], answer["body"]) != (200, expected)]
+    if wrong:
+        raise RuntimeError(f"unexpected answers from {server}: {wrong}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

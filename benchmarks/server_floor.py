@@ -11,16 +11,15 @@ the backend's latency cannot be lower than this floor, and the difference is wha
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.service_fixture import start_listening
+from benchmarks.load_client import only_answer, run_apart
+from benchmarks.service_fixture import start_listening, summary
 from elastic_agent.service import wsgi_server
 from elastic_agent.simulation.measures import percentile
 
@@ -43,14 +42,9 @@ class Floor:
 
     def lines(self) -> list[str]:
         return [
-            f"an empty answer from the same server, back to back: {describe(self.back_to_back)}",
-            f"an empty answer from the same server, 50 per second: {describe(self.paced)}",
+            f"an empty answer from the same server, back to back: {summary(self.back_to_back)}",
+            f"an empty answer from the same server, 50 per second: {summary(self.paced)}",
         ]
-
-
-def describe(latencies: Sequence[float]) -> str:
-    ordered = sorted(latencies)
-    return f"n={len(ordered)} p50={_ms(ordered, 0.5)} ms p99={_ms(ordered, 0.99)} ms"
 
 
 def beside(name: str, latencies: Sequence[float], floor: Sequence[float]) -> str:
@@ -62,10 +56,6 @@ def beside(name: str, latencies: Sequence[float], floor: Sequence[float]) -> str
         parts.append(f"{label} {mine * 1000:.2f} / {base * 1000:.2f} ms = {mine / base:.2f}x "
                      f"({(mine - base) * 1000:+.2f} ms)")  # fmt: skip
     return f"{name} against the empty answer: " + "; ".join(parts)
-
-
-def _ms(ordered: Sequence[float], share: float) -> str:
-    return f"{percentile(ordered, share) * 1000:.2f}"
 
 
 def measure(
@@ -89,12 +79,8 @@ def measure(
 
 
 def _latencies(port: int, request: dict[str, Any], *options: str) -> list[float]:
-    command = [sys.executable, "-m", "benchmarks.load_client", "latency", "--port", str(port), *options]
-    done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True, check=True)
-    result = json.loads(done.stdout)
-    wrong = [a for a in result["answers"] if (a["status"], a["body"]) != (200, ANSWER.decode())]
-    if wrong:
-        raise RuntimeError(f"unexpected answers from the empty-answer server: {wrong}")
+    result = run_apart("latency", port, request, *options)
+    only_answer(result, ANSWER.decode(), "the empty-answer server")
     latencies: list[float] = result["latencies"]
     return latencies
 

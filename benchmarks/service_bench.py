@@ -20,15 +20,13 @@ import argparse
 import http.client
 import json
 import os
-import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from benchmarks import server_floor
+from benchmarks.load_client import only_answer, run_apart
 from benchmarks.service_fixture import (
     NAMESPACE,
     Fixture,
@@ -38,9 +36,9 @@ from benchmarks.service_fixture import (
     populate,
     rss_mb,
     start_backend,
+    summary,
 )
 from elastic_agent.simulation.fake_kube import FakeKubeServer
-from elastic_agent.simulation.measures import percentile
 
 
 class Client:
@@ -58,14 +56,6 @@ class Client:
         response = self._connection.getresponse()
         text = response.read().decode()
         return response.status, text, time.perf_counter() - started
-
-
-def summary(latencies: Sequence[float]) -> str:
-    ordered = sorted(latencies)
-    return (
-        f"n={len(ordered)} p50={percentile(ordered, 0.5) * 1000:.2f} ms "
-        f"p99={percentile(ordered, 0.99) * 1000:.2f} ms mean={statistics.fmean(ordered) * 1000:.2f} ms"
-    )
 
 
 def throughput(port: int, callback_url: str, body: dict[str, Any], seconds: float, threads: int) -> float:
@@ -121,9 +111,7 @@ def load_client(
         request["bodies"] = [json.dumps(item) for item in body]
     else:
         request["body"] = json.dumps(body)
-    command = [sys.executable, "-m", "benchmarks.load_client", mode, "--port", str(port), *options]
-    done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return run_apart(mode, port, request, *options)
 
 
 def create_agent_body(fixture: Fixture, index: int) -> dict[str, Any]:
@@ -133,13 +121,6 @@ def create_agent_body(fixture: Fixture, index: int) -> dict[str, Any]:
         "cluster_profile_properties": fixture.cluster,
         "job_identifier": job_fields(30_000_000 + index),
     }
-
-
-def only_answer(result: dict[str, Any], expected: str) -> None:
-    """Every answer counted must be the expected 200: a fast wrong answer is no result."""
-    wrong = [answer for answer in result["answers"] if (answer["status"], answer["body"]) != (200, expected)]
-    if wrong:
-        raise RuntimeError(f"unexpected answers from the backend: {wrong}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -197,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"load client: {LOAD_CLIENT}")
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", str(args.requests), "--warmup", "200")  # fmt: skip
-        only_answer(result, "false")
+        only_answer(result, "false", "the backend")
         # (what, latencies, paced): each is printed against the empty answer timed the same way
         compared = [("should-assign-work (false), back to back", result["latencies"], False)]
         lines.append(f"should-assign-work (false), one client: {summary(result['latencies'])}")
@@ -205,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # first wakes the server's threads, so a paced request costs more than one of a busy stream.
         result = load_client("latency", port, callback_url, "should-assign-work", ask,
                              "--requests", "250", "--warmup", "0", "--gap-ms", "20")  # fmt: skip
-        only_answer(result, "false")
+        only_answer(result, "false", "the backend")
         compared.append(("should-assign-work (false), 50 per second", result["latencies"], True))
         lines.append(f"should-assign-work (false), one client, 50 per second: {summary(result['latencies'])}")
         for _ in range(200):
@@ -249,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"background writes settled after {settle(requests_log):.1f} s")
         result = load_client("throughput", port, callback_url, "should-assign-work", ask,
                              "--seconds", str(args.seconds), "--connections", str(args.threads))  # fmt: skip
-        only_answer(result, "false")
+        only_answer(result, "false", "the backend")
         rate = result["answered"] / result["seconds"]
         lines.append(f"should-assign-work throughput, {args.threads} concurrent connections: "
                      f"{rate:.0f} req/s")  # fmt: skip
@@ -260,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         creates = [create_agent_body(fixture, index) for index in range(args.creates)]
         result = load_client("latency", port, callback_url, "create-agent", creates,
                              "--requests", str(len(creates)), "--warmup", "0")  # fmt: skip
-        only_answer(result, "")
+        only_answer(result, "", "the backend")
         lines.append(f"create-agent (creates a pod), one client: {summary(result['latencies'])}")
         time.sleep(1.0)  # let the annotation writer and the watch settle
         before = len(requests_log)
@@ -276,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         creates = [create_agent_body(fixture, args.creates + index) for index in range(count)]
         result = load_client("throughput", port, callback_url, "create-agent", creates,
                              "--seconds", str(window), "--connections", str(args.threads))  # fmt: skip
-        only_answer(result, "")
+        only_answer(result, "", "the backend")
         rate = result["answered"] / result["seconds"]
         settle(requests_log)
         created = len(kube.store.list_pods(NAMESPACE)[0]) - pods_before

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from elastic_agent.job_spec import JobSpecs
 from elastic_agent.messages import JobIdentifier
 from elastic_agent.pods import PodIdentity, build_pod, cluster_label
 from elastic_agent.simulation.fake_kube import FakeKubeServer
+from elastic_agent.simulation.measures import percentile
 from profiles.cluster import ClusterProfile
 
 TOKEN = "service-benchmark-token"
@@ -147,3 +149,11 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def summary(latencies: Sequence[float]) -> str:
+    ordered = sorted(latencies)
+    return (
+        f"n={len(ordered)} p50={percentile(ordered, 0.5) * 1000:.2f} ms "
+        f"p99={percentile(ordered, 0.99) * 1000:.2f} ms mean={statistics.fmean(ordered) * 1000:.2f} ms"
+    )
