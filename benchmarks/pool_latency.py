@@ -16,14 +16,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from elastic_agent import labels
 from elastic_agent.clock import SystemClock
-from elastic_agent.gocd import Agent, ServerInfo
-from elastic_agent.job_spec import JobSpec
+from elastic_agent.gocd.messages import Agent, JobIdentifier
+from elastic_agent.gocd.server import ServerInfo
 from elastic_agent.kube.port import ClusterError, PodView
-from elastic_agent.messages import JobIdentifier
-from elastic_agent.pods import PodIdentity
-from elastic_agent.pool import ClusterPool
+from elastic_agent.pool import labels
+from elastic_agent.pool.cluster_pool import ClusterPool
+from elastic_agent.pool.job_spec import JobSpec
+from elastic_agent.pool.keys import RegistrationKeys
+from elastic_agent.pool.pods import PodIdentity
+from elastic_agent.simulation.inprocess import DeferredWriter, SyncNarrator
 from profiles.cluster import ClusterProfile
 
 
@@ -32,7 +34,6 @@ class StaticCluster:
     benchmark of the decision path only)."""
 
     namespace = "bench"
-    last_error: ClusterError | None = None
 
     def __init__(self, pods: list[PodView]) -> None:
         self._pods = {pod.name: pod for pod in pods}
@@ -41,6 +42,9 @@ class StaticCluster:
     def stop(self) -> None: ...
     def wait_synced(self, timeout: float) -> bool:
         return True
+
+    def sync_problem(self) -> ClusterError | None:
+        return None
 
     def pods(self) -> list[PodView]:
         return list(self._pods.values())
@@ -79,9 +83,7 @@ class SilentGoCD:
 
 def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
     identity = PodIdentity(server_id="bench", cluster="c0")
-    specs = [
-        JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None, None) for n in range(fingerprints)
-    ]
+    specs = [JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None) for n in range(fingerprints)]
     views = []
     for n in range(pods):
         spec = specs[n % fingerprints]
@@ -105,7 +107,12 @@ def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
             )
         )
     settings = ClusterProfile.from_properties({"go_server_url": "https://ci.example.com/go"})
-    return ClusterPool(StaticCluster(views), identity, settings, SystemClock()), specs
+    clock = SystemClock()
+    port = StaticCluster(views)
+    pool = ClusterPool(
+        port, identity, settings, clock, SyncNarrator(), RegistrationKeys(clock), DeferredWriter
+    )
+    return pool, specs
 
 
 def measure(pods: int, calls: int, seed: int = 1) -> dict[str, float]:

@@ -1,5 +1,5 @@
 """What the production server itself costs per request on this machine: an app that answers `false`
-without doing anything, served by waitress with the backend's settings (`elastic_agent.service`) in a
+without doing anything, served by waitress with the backend's settings (`elastic_agent.service.wsgi`) in a
 process of its own, timed by the same load client as the backend, back to back and at 50 per second.
 
     python -m benchmarks.server_floor [--requests 3000]
@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.load_client import only_answer, run_apart
 from benchmarks.service_fixture import start_listening, summary
-from elastic_agent.service import wsgi_server
+from elastic_agent.service.wsgi import WsgiServer
 from elastic_agent.simulation.measures import percentile
 
 ANSWER = b"false"
@@ -97,8 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.port is None:
             parser.error("serve needs --port")
         # As `elastic_agent serve` runs: waitress in a thread of its own, the main thread waiting.
-        server = wsgi_server(empty_answer, "127.0.0.1", args.port, threads=16)
-        threading.Thread(target=server.run, name="waitress", daemon=True).start()
+        WsgiServer(empty_answer, "127.0.0.1", args.port, threads=16).start()
         threading.Event().wait()
     print("\n".join(measure(args.requests).lines()))
     return 0

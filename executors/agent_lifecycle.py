@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import logging
-
-from elastic_agent.backend import cluster_profile
+from elastic_agent.gocd.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
+from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError
-from elastic_agent.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
-from executors.base import RequestContext, Response
+from elastic_agent.pool.remote_file import RemoteFileError
+from executors.base import Incident, RequestContext, Response, new_incident
+from profiles.errors import ProfileError
 
-log = logging.getLogger(__name__)
 # Responses are immutable: the two answers of the most frequent request are built once.
 _TRUE, _FALSE = Response.text("true"), Response.text("false")
 
 
 def create_agent(body: str, ctx: RequestContext) -> Response:
     request = CreateAgentRequest.parse(body)
-    cluster = cluster_profile(request.cluster_profile)
+    cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
     try:
@@ -27,9 +26,16 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
         backend.report_cluster_problem(cluster, f"Creating agent pods fails: {error}", "create")
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
-    except Exception as error:
+    except (ProfileError, RemoteFileError) as error:  # sentences written for people, without secrets
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
+    except GoCDError:
+        raise  # GoCD itself cannot be reached: no console to write to
+    except Exception as error:
+        incident = new_incident("create-agent")
+        text = f"could not create an agent pod: an unexpected error (incident {incident} in the backend log)"
+        ctx.console(request.job, text)
+        raise Incident(incident) from error
     if outcome.created is not None:
         backend.report_cluster_ok(cluster, "create")
     backend.narrator.decision(f"job {request.job.label}: {outcome.message}")
@@ -41,7 +47,7 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
 
 def should_assign_work(body: str, ctx: RequestContext) -> Response:
     request = ShouldAssignWorkRequest.parse(body)
-    cluster = cluster_profile(request.cluster_profile)
+    cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
     spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
@@ -52,7 +58,7 @@ def should_assign_work(body: str, ctx: RequestContext) -> Response:
 
 def job_completion(body: str, ctx: RequestContext) -> Response:
     request = JobCompletionRequest.parse(body)
-    cluster = cluster_profile(request.cluster_profile)
+    cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
     pool = backend.pool(cluster, gocd)

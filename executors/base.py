@@ -1,16 +1,17 @@
-"""What every executor receives and returns."""
+"""What every executor receives and returns, and how an unexpected failure is reported."""
 
 from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from elastic_agent.backend import Backend
-from elastic_agent.gocd import GoCDError, GoCDServer
-from elastic_agent.messages import JobIdentifier
+from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.gocd.server import GoCDError, GoCDServer
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,22 @@ class Response:
     @classmethod
     def text(cls, text: str, status: int = 200) -> Response:
         return cls(status, text)
+
+
+class Incident(Exception):
+    """An unexpected failure, already logged with its traceback under `incident`. Answers and console
+    lines name only the id: an exception's text may carry anything, a secret included."""
+
+    def __init__(self, incident: str) -> None:
+        super().__init__(f"incident {incident}")
+        self.incident = incident
+
+
+def new_incident(where: str) -> str:
+    """Log the exception being handled, with a fresh incident id, and return the id."""
+    incident = uuid.uuid4().hex[:8]
+    log.exception("%s failed unexpectedly (incident %s)", where, incident)
+    return incident
 
 
 @dataclass

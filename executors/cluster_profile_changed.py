@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import logging
 
-from elastic_agent.messages import BadRequest, Body
+from elastic_agent.gocd.messages import ClusterProfileChangedRequest
 from executors.base import RequestContext, Response
 
 log = logging.getLogger(__name__)
 
 
 def cluster_profile_changed(body: str, ctx: RequestContext) -> Response:
-    parsed = Body.parse(body, "cluster-profile-changed")
-    status = parsed.string("status")
-    if status not in ("created", "updated", "deleted"):
-        raise BadRequest("cluster-profile-changed: 'status' must be created, updated or deleted.")
-    log.info("a cluster profile was %s", status)
+    request = ClusterProfileChangedRequest.parse(body)
+    log.info("a cluster profile was %s", request.status)
     return Response.text("")

@@ -5,11 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from elastic_agent.backend import cluster_profile
-from elastic_agent.gocd import Agent, GoCDError
+from elastic_agent.gocd.messages import Agent, ServerPingRequest, cluster_profile
+from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
-from elastic_agent.messages import ServerPingRequest
-from elastic_agent.reaper import reconcile
 from executors.base import RequestContext, Response
 from profiles.errors import ProfileError
 
@@ -20,6 +18,7 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
     request = ServerPingRequest.parse(body)
     backend = ctx.backend
     gocd = ctx.gocd()
+    marks = backend.change_marks()  # before the list: a change made after it is newer than the list
     agents = {agent.agent_id: agent for agent in gocd.list_agents()}
     every_cluster_seen = True
     for index, properties in enumerate(request.cluster_profiles):
@@ -34,10 +33,10 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
         backend.health.resolved(f"profile:{index}")
         try:
             pool = backend.pool(cluster, gocd)
-            if pool.port.last_error is not None:
-                raise pool.port.last_error
-            for line in reconcile(pool, agents, gocd):
-                log.info("%s", line)
+            problem = pool.port.sync_problem()
+            if problem is not None:
+                raise problem
+            pool.reconcile(agents, gocd, marks.get(pool, 0))
             backend.report_cluster_ok(cluster)
         except ClusterError as error:
             every_cluster_seen = False
@@ -62,12 +61,19 @@ def _remove_agents_without_pods(ctx: RequestContext, agents: Mapping[str, Agent]
     orphans = [agent for agent_id, agent in agents.items() if agent_id not in known]
     if not orphans:
         return
+    # GoCD deletes only disabled agents that are not building; a building one goes at a later ping.
+    deletable = [agent.agent_id for agent in orphans if not agent.building]
     gocd = ctx.gocd()
     try:
         gocd.disable_agents(agent.agent_id for agent in orphans)
-        # GoCD deletes only disabled agents that are not building; a building one goes at a later ping.
-        gocd.delete_agents(agent.agent_id for agent in orphans if not agent.building)
+        gocd.delete_agents(deletable)
     except GoCDError as error:
-        log.warning("could not remove agents without pods: %s", error)
+        log.warning("could not remove the agents of %d pods that are gone: %s", len(orphans), error)
+        return
+    for agent_id in deletable:
+        log.info("removed agent %s: its pod is gone", agent_id)
     for agent in orphans:
-        log.info("removed agent %s: its pod is gone", agent.agent_id)
+        if agent.building:
+            log.info(
+                "disabled agent %s: its pod is gone; it is removed once it stops building", agent.agent_id
+            )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,6 +60,12 @@ class ClusterProfile:
             max_pods=values["max_pods"] or None,
             max_pod_lifetime=values["max_pod_lifetime"] or None,
         )
+
+    @functools.cached_property
+    def credentials_digest(self) -> str:
+        """A digest of the two secrets: a change of credentials is noticed without a second copy."""
+        secrets = f"{self.security_token or ''}\x00{self.kubernetes_cluster_ca_cert or ''}"
+        return hashlib.sha256(secrets.encode()).hexdigest()
 
     @functools.cached_property
     def cluster_key(self) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from profiles.elastic import ElasticProfile
 from profiles.errors import ProfileError
@@ -24,6 +23,7 @@ from profiles.placeholders import (
     new_postfix,
     parse_pod_template,
 )
+from profiles.values import safe_url
 
 __all__ = [
     "AGENT_CONTAINER_PREFIX",
@@ -49,7 +49,7 @@ def render_pod_template(
             raise ProfileError("RemoteFile", "RemoteFile must be set: pod specification 'remote' needs a URL")
         if fetch_remote is None:
             raise ProfileError("RemoteFile", "remote pod templates cannot be fetched here")
-        where = f"the pod template at {_safe_url(profile.remote_file)}"
+        where = f"the pod template at {safe_url(profile.remote_file)}"
         pod = _parse(fetch_remote(profile.remote_file), profile.remote_file_type, "RemoteFile", where)
     else:
         pod = _properties_pod(profile)
@@ -64,12 +64,6 @@ def _parse(text: str | None, file_type: str, key: str, where: str) -> dict[str, 
         return parse_pod_template(text, file_type)
     except TemplateError as error:
         raise ProfileError(key, f"{where}: {error}") from None
-
-
-def _safe_url(url: str) -> str:
-    """Host and path only: a query string may carry an access token."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
 
 def _properties_pod(profile: ElasticProfile) -> dict[str, Any]:

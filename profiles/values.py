@@ -13,6 +13,20 @@ from urllib.parse import urlsplit
 from profiles.quantities import format_duration, parse_duration
 
 
+def safe_url(url: str) -> str:
+    """`scheme://host[:port]/path`, the parts of a URL that are safe to show: user info, query strings
+    and fragments often carry access tokens, and shown URLs reach logs, consoles and status pages."""
+    try:
+        parts = urlsplit(url.strip())
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an invalid URL)"
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address keeps its brackets, or the port would be unreadable
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
 def boolean(text: str) -> bool:
     value = text.strip().lower()
     if value not in ("true", "false"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elastic_agent import labels
+from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until

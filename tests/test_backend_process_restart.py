@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import requests
 
-from elastic_agent import labels
 from elastic_agent.clock import ScaledClock, SystemClock
+from elastic_agent.pool import labels
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD

@@ -1,6 +1,6 @@
 """The demo's workload and its virtual-time comparison (the live part runs in ./scripts/demo.sh)."""
 
-from elastic_agent.demo import demo_trace, virtual_comparison
+from elastic_agent.simulation.demo import demo_trace, virtual_comparison
 
 
 def test_the_demo_trace_is_the_same_for_a_seed() -> None:

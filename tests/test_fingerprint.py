@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.job_spec import JobSpecs
+from elastic_agent.pool.job_spec import JobSpecs
 from profiles.cluster import ClusterProfile
 from profiles.fingerprint import FingerprintInputs, fingerprint, label_form, version_of
 

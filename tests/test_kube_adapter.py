@@ -132,7 +132,7 @@ def test_recovers_after_injected_errors(fake_kube: FakeKubeServer, cluster: Kube
     fake_kube.api.cut_streams()
     fake_kube.store.create_pod(NS, pod_manifest("during-errors", OURS))
     assert wait_for(lambda: cluster.get("during-errors") is not None)
-    assert cluster.last_error is None
+    assert cluster.sync_problem() is None
     fake_kube.faults.add(method="POST", status=503, times=1)
     with pytest.raises(ClusterError) as err:
         cluster.create_pod(pod_manifest("x"))
@@ -146,8 +146,8 @@ def test_recovers_after_the_server_was_unreachable(fake_kube: FakeKubeServer) ->
     try:
         assert cluster.wait_synced(5)
         fake_kube.set_unreachable(True)
-        assert wait_for(lambda: cluster.last_error is not None)
-        message = str(cluster.last_error)
+        assert wait_for(lambda: cluster.sync_problem() is not None)
+        message = str(cluster.sync_problem())
         assert fake_kube.url in message and TOKEN not in message
         with pytest.raises(ClusterError) as err:
             cluster.create_pod(pod_manifest("while-down"))
@@ -155,7 +155,7 @@ def test_recovers_after_the_server_was_unreachable(fake_kube: FakeKubeServer) ->
         fake_kube.store.create_pod(NS, pod_manifest("while-down", OURS))
         fake_kube.set_unreachable(False)
         assert wait_for(lambda: cluster.get("while-down") is not None)
-        assert wait_for(lambda: cluster.last_error is None)
+        assert wait_for(lambda: cluster.sync_problem() is None)
     finally:
         cluster.stop()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stdout
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from benchmarks import load_client
-from elastic_agent.service import wsgi_server
+from elastic_agent.service.wsgi import WsgiServer
 
 HEADERS = {"Authorization": "Bearer t", "X-GoCD-Callback-URL": "http://127.0.0.1:1/go"}
 
@@ -63,13 +62,10 @@ def echo_port() -> Iterator[int]:
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
         return [body]
 
-    server = wsgi_server(app, "127.0.0.1", 0, threads=2)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield server.socket.getsockname()[1]
-    server.trigger.pull_trigger(lambda: [channel.close() for channel in list(server._map.values())])
-    thread.join(timeout=5)
-    server.task_dispatcher.shutdown()
+    server = WsgiServer(app, "127.0.0.1", 0, threads=2)
+    server.start()
+    yield server.port
+    server.stop(answers_by=time.monotonic() + 1)
 
 
 def run(argv: list[str], spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from elastic_agent.messages import (
+from elastic_agent.gocd.messages import (
     AgentStatusReportRequest,
     BadRequest,
     Body,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from elastic_agent import labels
+from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_transport import (
     create_agent_body,
     encode,

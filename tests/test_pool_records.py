@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from elastic_agent import labels
 from elastic_agent.clock import ManualClock
-from elastic_agent.pods import PodIdentity
-from elastic_agent.pool_state import PoolState
-from elastic_agent.records import PodState
+from elastic_agent.pool import labels
+from elastic_agent.pool.keys import RegistrationKeys
+from elastic_agent.pool.pods import PodIdentity
+from elastic_agent.pool.records import PodState
+from elastic_agent.pool.state import PoolState
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster, SimulationKubeStore
 from profiles.cluster import ClusterProfile
 
@@ -32,7 +33,7 @@ def pool_on_a_cluster() -> tuple[SimulationKubeStore, PodIdentity, PoolState]:
     port = InProcessCluster(store, NAMESPACE, identity.selector())
     port.start()
     settings = ClusterProfile.from_properties({"go_server_url": "https://ci.example.test/go"})
-    return store, identity, PoolState(port, identity, settings, clock)
+    return store, identity, PoolState(port, identity, settings, clock, RegistrationKeys(clock))
 
 
 def test_records_follow_pods_changed_outside_the_pool_and_the_pools_own_changes() -> None:
@@ -47,7 +48,7 @@ def test_records_follow_pods_changed_outside_the_pool_and_the_pools_own_changes(
     store.create_pod(NAMESPACE, pod_manifest("agent-2", identity, state="busy"))
     assert {r.name: r.state for r in pool.records()} == {"agent-1": PodState.IDLE, "agent-2": PodState.BUSY}
 
-    pool.change("agent-1", {labels.ANN_STATE: PodState.BUSY.value})  # in memory, not yet written
+    pool.commit_mark("agent-1", {labels.ANN_STATE: PodState.BUSY.value}, {})  # in memory, not yet written
     assert {r.name: r.state for r in pool.records()}["agent-1"] is PodState.BUSY
 
     store.delete_pod(NAMESPACE, "agent-2", grace_seconds=0)  # as `kubectl delete --now` would
@@ -59,9 +60,10 @@ def test_a_pod_gone_from_the_cluster_leaves_nothing_behind_in_the_pool() -> None
     for index in range(50):  # pods come, change and go, as they do all day
         name = f"agent-{index}"
         store.create_pod(NAMESPACE, pod_manifest(name, identity))
-        pool.change(name, {labels.ANN_STATE: PodState.BUSY.value})
+        pool.commit_mark(name, {labels.ANN_STATE: PodState.BUSY.value}, {})
         assert [r.name for r in pool.records()] == [name]
         store.delete_pod(NAMESPACE, name, grace_seconds=0)
         assert pool.records() == []
-    # What the pool keeps per pod (private, but its growth is the point): nothing for pods that are gone.
-    assert pool._record_cache == {} and pool._overlay_generation == {}
+    # What the pool keeps per pod: nothing for pods that are gone.
+    sizes = pool.sizes()
+    assert sizes["records_cached"] == sizes["generations"] == sizes["first_seen"] == sizes["changed_at"] == 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from elastic_agent.record_index import RecordIndex
-from elastic_agent.records import PodRecord, PodState
+from elastic_agent.pool.index import RecordIndex
+from elastic_agent.pool.records import PodRecord, PodState
 
 NAMES = [f"pod-{n}" for n in range(12)]
 FINGERPRINTS = ["fp-a", "fp-b", None]
@@ -19,7 +19,6 @@ def random_record(rng: random.Random, name: str) -> PodRecord:
         created_at=0.0,
         created_for_job_id=rng.choice([None, 1, 2, 3]),
         current_job_id=rng.choice([None, 1, 2, 3]),
-        last_job_id=None,
         jobs_run=rng.randrange(4),
         registered=rng.random() < 0.5,
         environment=None,
@@ -28,7 +27,6 @@ def random_record(rng: random.Random, name: str) -> PodRecord:
         idle_timeout=None,
         max_jobs=rng.choice([None, 2, 5]),
         min_idle=0,
-        warm=False,
         phase=rng.choice(["Pending", "Running", "Failed"]),
         reason=rng.choice([None, None, "Evicted"]),
         deleting=rng.random() < 0.1,

@@ -1,7 +1,7 @@
 """Registration keys kept for the warm pool: newest first, single use, dropped before they expire."""
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.registration_keys import RegistrationKeys
+from elastic_agent.pool.keys import RegistrationKeys
 
 
 def test_the_newest_key_is_used_first_and_only_once() -> None:

@@ -10,7 +10,8 @@ import requests
 import responses
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.remote_file import RemoteFileError, RemoteFileFetcher, safe_url
+from elastic_agent.pool.remote_file import RemoteFileError, RemoteFileFetcher
+from profiles.values import safe_url
 
 URL = "https://templates.example.com/pods/agent.yaml"
 SECRET_URL = URL + "?token=s3cr3t#frag"

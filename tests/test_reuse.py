@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from elastic_agent import labels
+from elastic_agent.pool import labels
 from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until
 from tests.reuse_helpers import (

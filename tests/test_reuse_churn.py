@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from elastic_agent import labels
 from elastic_agent.clock import SystemClock
-from elastic_agent.job_spec import JobSpecs
+from elastic_agent.pool import labels
+from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.simulation.gocd_model import Job, JobState
 from elastic_agent.simulation.stack import TOKEN, Stack
 from profiles.cluster import ClusterProfile

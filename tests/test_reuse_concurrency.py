@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from elastic_agent import labels
+from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_transport import (
     create_agent_body,
     encode,

@@ -3,7 +3,7 @@ size still arrive whole."""
 
 from __future__ import annotations
 
-import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import requests
 
-from elastic_agent.service import (
+from elastic_agent.service.wsgi import (
     SEND_BYTES,
+    WsgiServer,
     build_backend,
     serve_in_background,
     waitress_options,
-    wsgi_server,
 )
 
 
@@ -28,8 +28,7 @@ def test_the_service_runs_with_send_bytes_and_without_a_deprecation_warning() ->
         warnings.simplefilter("always")
         service = serve_in_background(build_backend("a-token", None), "a-token")
     try:
-        server: Any = service._server
-        assert server.adj.send_bytes == SEND_BYTES
+        assert service.server.server.adj.send_bytes == SEND_BYTES
         assert not [w for w in caught if "send_bytes" in str(w.message)]
         assert requests.get(f"{service.url}/healthz", timeout=5).status_code == 200
     finally:
@@ -49,17 +48,14 @@ def sized_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> It
 
 @pytest.mark.parametrize("size", [0, 5, SEND_BYTES - 1, SEND_BYTES, SEND_BYTES + 1, 250_000])
 def test_answers_below_and_above_send_bytes_arrive_whole(size: int) -> None:
-    server = wsgi_server(sized_app, "127.0.0.1", 0, threads=2)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = WsgiServer(sized_app, "127.0.0.1", 0, threads=2)
+    server.start()
     try:
-        port = server.socket.getsockname()[1]
+        port = server.port
         with requests.Session() as session:  # keep-alive: answers one after another on one connection
             for _ in range(3):
                 answer = session.get(f"http://127.0.0.1:{port}/{size}", timeout=10)
                 assert answer.status_code == 200
                 assert answer.content == b"".join(chunks(size))
-    finally:  # as RunningService.stop() does: empty the socket map on the loop's own thread
-        server.trigger.pull_trigger(lambda: [channel.close() for channel in list(server._map.values())])
-        thread.join(timeout=5)
-        server.task_dispatcher.shutdown()
+    finally:
+        server.stop(answers_by=time.monotonic() + 1)

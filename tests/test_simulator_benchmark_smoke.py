@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import compare
+from benchmarks import compare, pool_latency
 from benchmarks.legacy_reuse import legacy_policy
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
 from elastic_agent.simulation.workload import TraceJob
@@ -56,3 +56,9 @@ def test_simulator_speed_report_counts_what_the_backend_answered(capsys: pytest.
     assert asked == result.should_assign_asked >= 2
     assert result.plugin_calls["cd.go.elastic-agent.job-completion"] == 2
     assert result.plugin_time_s["cd.go.elastic-agent.should-assign-work"] > 0
+
+
+def test_pool_latency_benchmark_answers_true_and_never_creates_a_pod_when_idle_pods_wait() -> None:
+    # Timings are the benchmark's to report (python -m benchmarks.pool_latency), not the suite's.
+    assert pool_latency.measure(pods=500, calls=300)["true_answers"] > 0
+    pool_latency.measure_create_agent(pods=500, calls=20)  # raises RuntimeError when it creates a pod

@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from elastic_agent import labels, status_pages
 from elastic_agent.clock import ManualClock, ScaledClock
+from elastic_agent.gocd import status_pages
+from elastic_agent.gocd.status_pages import render_plugin_status
+from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_model import ENV_KEY, GoCDConfig, Job
 from elastic_agent.simulation.stack import TOKEN, Stack, StackOptions
-from elastic_agent.status_pages import render_plugin_status
 from tests import browser
 
 PREFIX = "cd.go.elastic-agent."
@@ -427,10 +428,10 @@ def test_log_and_event_text_hides_what_looks_like_a_key_or_token(line: str) -> N
 
 def test_cluster_url_is_shown_without_credentials() -> None:
     assert (
-        status_pages._public_url("https://admin:pw@k8s.example.test:6443/")
+        status_pages._cluster_url("https://admin:pw@k8s.example.test:6443/")
         == "https://k8s.example.test:6443/"
     )
-    assert status_pages._public_url(None).startswith("in-cluster")
+    assert status_pages._cluster_url(None).startswith("in-cluster")
 
 
 # ----- in a real browser --------------------------------------------------------------------------

@@ -102,11 +102,14 @@ class KubeCluster:
         self.watch_timeout = watch_timeout
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self.api_calls: dict[str, int] = {}  # calls per verb: list, watch, create, patch, delete, ...
-        self.last_error: ClusterError | None = None  # the sync loop's last failure, None once it works
         self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._label_selector = ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
+        # Guards the cache, the tombstones, the listeners, api_calls, the open stream and the sync problem.
         self._lock = threading.RLock()
+        # The sync loop's last failure, None once it works: kept as its parts, not as the exception the
+        # watch thread caught, so that request threads raise exceptions of their own.
+        self._problem: tuple[type[ClusterError], str, int | None] | None = None
         self._cache: dict[str, PodView] = {}
         # name → resourceVersion at which we saw the pod deleted, so that a late write response or event
         # of an older version cannot bring it back. Bounded: such stragglers are seconds old at most.
@@ -155,9 +158,17 @@ class KubeCluster:
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
 
-    @property
-    def synced(self) -> bool:
-        return self._synced.is_set()
+    def sync_problem(self) -> ClusterError | None:
+        with self._lock:
+            problem = self._problem
+        if problem is None:
+            return None
+        kind, message, status = problem
+        return kind(message, status)
+
+    def _set_problem(self, err: ClusterError | None) -> None:
+        with self._lock:
+            self._problem = None if err is None else (type(err), str(err), err.status)
 
     def add_listener(self, listener: PodListener) -> None:
         with self._lock:
@@ -344,7 +355,7 @@ class KubeCluster:
                 version = self._relist()
                 while not self._stopped.is_set():
                     version, gone = self._watch(version)
-                    self.last_error = None
+                    self._set_problem(None)
                     delay = self.backoff_initial
                     if gone:
                         break  # our version is older than the server keeps: list afresh
@@ -360,7 +371,7 @@ class KubeCluster:
 
     def _fail(self, err: ClusterError) -> None:
         if not self._stopped.is_set():
-            self.last_error = err
+            self._set_problem(err)
             log.warning("pod list/watch failed, retrying: %s", err)
 
     def _sleep(self, seconds: float) -> None:
@@ -392,7 +403,7 @@ class KubeCluster:
                     notes.append(("DELETED", view))
         self._synced.set()
         self._notify(notes)
-        self.last_error = None
+        self._set_problem(None)
         return version
 
     def _watch(self, version: str) -> tuple[str, bool]:

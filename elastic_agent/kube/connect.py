@@ -16,9 +16,26 @@ import tempfile
 import urllib3
 from kubernetes import client, config
 
+from elastic_agent.kube.port import ClusterError
 
-class ConnectError(Exception):
-    """The connection settings are unusable (no URL and no in-cluster or kubeconfig configuration)."""
+NO_CLUSTER = (
+    "the cluster profile has no kubernetes_cluster_url, and the backend runs neither inside Kubernetes "
+    "nor with a kubeconfig: set kubernetes_cluster_url (and security_token) in the cluster profile"
+)
+
+
+def can_connect_without_url() -> bool:
+    """Whether a blank kubernetes_cluster_url can work here: in a pod, or with a kubeconfig file."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return True
+    paths = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    return any(os.path.isfile(path) for path in paths.split(os.pathsep) if path)
+
+
+class ConnectError(ClusterError):
+    """The connection settings are unusable (no URL and no in-cluster or kubeconfig configuration, or a
+    CA certificate that is not one). Like any ClusterError it is reported with its sentence: in the
+    answer, the job's console and GoCD's health messages."""
 
 
 def pem_from_profile(text: str) -> str:
@@ -82,10 +99,7 @@ def connect(
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
         except (config.ConfigException, OSError) as err:
-            raise ConnectError(
-                "no cluster URL in the cluster profile, not running inside Kubernetes, and no usable "
-                f"kubeconfig ({err})"
-            ) from err
+            raise ConnectError(NO_CLUSTER) from err
     # One quick reconnect for a dropped keep-alive connection, but no second attempt after a read
     # timeout (that would double `cluster_request_timeout`); our own loops retry with backoff.
     configuration.retries = urllib3.Retry(total=1, connect=1, read=0, redirect=0, status=0)

@@ -70,7 +70,6 @@ PodListener = Callable[[str, PodView], None]  # (event type ADDED|MODIFIED|DELET
 
 class ClusterPort(Protocol):
     namespace: str
-    last_error: ClusterError | None  # why the latest list/watch failed; None while the cache is current
 
     def start(self) -> None:
         """Begin the initial list and the watch (non-blocking)."""
@@ -79,6 +78,10 @@ class ClusterPort(Protocol):
 
     def wait_synced(self, timeout: float) -> bool:
         """True once the initial list has filled the cache."""
+
+    def sync_problem(self) -> ClusterError | None:
+        """Why the latest list or watch failed, as a new exception for the caller to raise; None while
+        the cache is current."""
 
     def pods(self) -> list[PodView]:
         """This plugin's pods in this cluster, from the watched cache (no API call)."""

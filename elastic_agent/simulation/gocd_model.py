@@ -248,14 +248,6 @@ class SimulatedGoCD(ServerSide):
             else:
                 self._silences.push(agent.lost_contact_at, agent.agent_id)
 
-    def restart_server(self) -> None:
-        """A server restart: agents whose process is gone become Missing (never heard from since)."""
-        with self._state_lock:
-            for agent in self._agents.values():
-                if not agent.process_alive:
-                    self._lose_contact(agent, self._clock.now())
-                    agent.agent_state = AgentState.MISSING
-
     def _lose_contact(self, agent: Agent, now: float) -> None:
         agent.agent_state = AgentState.LOST_CONTACT
         job = self._jobs.get(agent.running_job_id) if agent.running_job_id is not None else None

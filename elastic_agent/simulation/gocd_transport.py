@@ -8,7 +8,7 @@ would; in process (virtual-time simulation) a plain function answers instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import requests
@@ -26,19 +26,6 @@ class PluginTransport(Protocol):
     def send(self, request_name: str, body: str) -> tuple[int, str]:
         """Deliver one GoCD request (full name, e.g. `cd.go.elastic-agent.create-agent`) and return the
         plugin's response code and body."""
-
-
-PluginHandler = Callable[[str, str], tuple[int, str]]
-
-
-class CallableTransport:
-    """A transport answered by a Python function: in-process simulation and scripted test plugins."""
-
-    def __init__(self, handler: PluginHandler) -> None:
-        self._handler = handler
-
-    def send(self, request_name: str, body: str) -> tuple[int, str]:
-        return self._handler(request_name, body)
 
 
 class HttpPluginTransport:

@@ -1,158 +1,158 @@
 """The backend in process, for virtual time: the real executors, pool and reaper, without HTTP or threads.
 
-- `InProcessTransport`: the simulated GoCD server's `PluginTransport`, calling the executors of the
-  dispatch table directly (with the same error-to-answer mapping as the HTTP app).
-- `InProcessGoCDServer`: the backend's `GoCDServer` answered by `ServerApi` (the simulated server's
-  `GoApplicationAccessor.submit`): it is `HttpGoCDServer` with its one HTTP method replaced, so bodies
-  and answers are parsed by the production code.
-- `VirtualTimeBackend`: a `Backend` whose background work happens when the driver says so. The pool's
-  `AnnotationWriter` normally persists state changes from a thread "soon" after a decision; here each
-  pool gets a `DeferredWriter` whose queue the driver drains after every event (the least invasive seam:
-  the pool's decisions and its in-memory overlay are untouched, only *when* the patch is sent changes,
-  from "a few milliseconds later" to "at the end of this instant"). Console lines are sent synchronously
-  (or only counted) instead of from the narrator's thread.
+Every difference from production is a part passed in through a seam, never a patch:
+- `InProcessServerCalls`: the `ServerTransport` of the backend's `GoCDClient`, answered by `ServerApi`
+  (the simulated server's `GoApplicationAccessor.submit`), so bodies and answers are read by the
+  production code.
+- `DeferredWriter`: the pools' `StateWriter`. Production persists state changes from a thread "soon"
+  after a decision; here the driver drains the queue after every event (the decisions and the in-memory
+  overlay are the same, only *when* the patch is sent changes: from "a few milliseconds later" to "at
+  the end of this instant").
+- `SyncNarrator`: console lines are sent at once on the caller's thread (or only counted).
+- `InProcessTransport`: the simulated server's `PluginTransport`, calling the executors of the dispatch
+  table directly (with the same error-to-answer mapping as the HTTP app).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-import urllib3
-
-from elastic_agent.annotation_writer import AnnotationWriter
-from elastic_agent.app import answer_safely
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock
-from elastic_agent.gocd import API_VERSIONS, CONSOLE_LOG, GoCDError, GoCDServer, GoCDServers, HttpGoCDServer
-from elastic_agent.narrator import Narrator
-from elastic_agent.pool import ClusterPool
-from elastic_agent.remote_file import RemoteFileFetcher
+from elastic_agent.gocd.narrator import Job, send_console_line
+from elastic_agent.gocd.server import CONSOLE_LOG, GoCDClient, GoCDServer
+from elastic_agent.kube.port import ClusterPort
+from elastic_agent.pool.remote_file import RemoteFileFetcher
+from elastic_agent.pool.writer import AnnotationWriter, PendingWrites, StateWriter
+from elastic_agent.service.app import answer_safely
 from elastic_agent.simulation.gocd_callbacks import ServerApi
 from executors.base import RequestContext
 from executors.base import Response as PluginResponse
 from executors.dispatch import executor_for
-from profiles.cluster import ClusterProfile
 
 CALLBACK_URL = "inprocess://gocd"
-TOKEN = "inprocess-token-not-a-secret"
 
 
-class InProcessGoCDServer(HttpGoCDServer):
+class InProcessServerCalls:
     """GoCD's server calls answered by the simulated server in process. `console=False` only counts
     console lines (benchmarks: they cost time and say nothing about waits or pods)."""
 
     def __init__(self, api: ServerApi, *, console: bool = True) -> None:
-        super().__init__(CALLBACK_URL, TOKEN, urllib3.PoolManager(num_pools=1))
         self._api = api
         self.console = console
         self.calls: dict[str, int] = {}
 
-    def _call(self, api: str, body: Any | None = None) -> Any:
+    def submit(self, api: str, version: str, body: str) -> tuple[int, str]:
         self.calls[api] = self.calls.get(api, 0) + 1
         if api == CONSOLE_LOG and not self.console:
-            return None
-        payload = "" if body is None else json.dumps(body)
-        status, text = self._api.submit(api, API_VERSIONS[api], payload)
-        if status != 200:
-            raise GoCDError(f"GoCD answered {status} to {api}: {text[:200] or 'no reason given'}")
-        return json.loads(text) if text.strip() else None
+            return 200, ""
+        return self._api.submit(api, version, body)
 
 
-class InProcessGoCDServers(GoCDServers):
+class OneGoCDServer:
     """Every callback URL leads to the one in-process server."""
 
-    def __init__(self, server: InProcessGoCDServer) -> None:
-        super().__init__(TOKEN, CALLBACK_URL)
+    def __init__(self, server: GoCDServer) -> None:
         self.server = server
 
     def for_callback(self, header_url: str | None) -> GoCDServer:
         return self.server
 
-    def latest(self) -> GoCDServer | None:
-        return self.server
 
-
-class SyncNarrator(Narrator):
+class SyncNarrator:
     """Decisions logged, and written to the job's console at once on the caller's thread."""
 
-    def __init__(self) -> None:  # no thread: everything happens in the caller's step
+    def __init__(self) -> None:
         self.decisions = 0
 
-    def decision(self, text: str, gocd: GoCDServer | None = None, job: dict[str, Any] | None = None) -> None:
+    def decision(self, text: str, gocd: GoCDServer | None = None, job: Job | None = None) -> None:
         self.decisions += 1
-        super().decision(text)  # the log line only
         if gocd is not None and job is not None:
-            self.console_now(gocd, job, text)
+            send_console_line(gocd, job, text)
 
-    def drain(self, timeout_s: float = 5.0) -> None:
+    def console_now(self, gocd: GoCDServer, job: Job, text: str) -> None:
+        send_console_line(gocd, job, text)
+
+    def stop(self, deadline: float) -> None:
         pass
 
-    def stop(self) -> None:
-        pass
 
+class DeferredWriter:
+    """A StateWriter without a thread: `enqueue` remembers the pod, `drain` writes, in order."""
 
-class DeferredWriter(AnnotationWriter):
-    """An AnnotationWriter without a thread: `enqueue` remembers the pod, `drain` writes, in order."""
+    def __init__(self, port: ClusterPort, clock: Clock, pending: PendingWrites) -> None:
+        self._writer = AnnotationWriter(port, clock, pending)  # its `write`, never its thread
+        self._queue: dict[str, None] = {}  # insertion-ordered, each pod once
 
     def start(self) -> None:
         pass
 
     def enqueue(self, name: str) -> None:
-        if name not in self._queued:
-            self._queued.add(name)
-            self._queue.append(name)
+        self._queue[name] = None
+
+    def flush(self, name: str) -> None:
+        self._writer.write(name)
+
+    def stop(self, deadline: float) -> None:
+        self.drain()
 
     def drain(self) -> int:
         written = 0
         while self._queue:
-            queue, self._queue = self._queue, []
-            self._queued.clear()
+            queue, self._queue = self._queue, {}
             for name in queue:
-                self.write(name)
+                self._writer.write(name)
                 written += 1
         return written
 
 
 @dataclass
-class VirtualTimeBackend(Backend):
-    """A Backend for the discrete-event driver (see the module's docstring)."""
+class DeferredWriters:
+    """The writer factory of a virtual-time backend; keeps every writer it made for the driver."""
 
-    writers: list[DeferredWriter] = field(default_factory=list)
+    made: list[DeferredWriter] = field(default_factory=list)
 
-    def pool(self, profile: ClusterProfile, gocd: GoCDServer) -> ClusterPool:
-        pool = super().pool(profile, gocd)
-        if not isinstance(pool.writer, DeferredWriter):
-            # Swapped before the pool is handed to anyone: nothing can have been queued on the thread.
-            threaded = pool.writer
-            threaded.stop()
-            pool.writer = DeferredWriter(pool.port, self.clock, pool._take_unwritten)
-            self.writers.append(pool.writer)
-            if threaded._thread is not None:
-                threaded._thread.join(timeout=5)
-        return pool
+    def __call__(self, port: ClusterPort, clock: Clock, pending: PendingWrites) -> StateWriter:
+        writer = DeferredWriter(port, clock, pending)
+        self.made.append(writer)
+        return writer
 
-    def drain_writes(self) -> int:
+    def drain(self) -> int:
         written = 0
-        for writer in self.writers:  # a plain loop: this runs after every simulated event
+        for writer in self.made:  # a plain loop: this runs after every simulated event
             written += writer.drain()
         return written
 
 
+@dataclass
+class InProcessBackend:
+    """A backend for the discrete-event driver, with what the driver needs to reach."""
+
+    backend: Backend
+    server_calls: InProcessServerCalls
+    writers: DeferredWriters
+
+    def drain_writes(self) -> int:
+        return self.writers.drain()
+
+
 def build_inprocess_backend(
     clock: Clock, api: ServerApi, cluster_factory: ClusterFactory, *, console: bool = True
-) -> VirtualTimeBackend:
-    """The wiring of `service.build_backend`, with the in-process GoCD server and no threads."""
-    return VirtualTimeBackend(
+) -> InProcessBackend:
+    """The wiring of `service.wsgi.build_backend`, with the in-process GoCD server and no threads."""
+    calls = InProcessServerCalls(api, console=console)
+    writers = DeferredWriters()
+    backend = Backend(
         clock=clock,
-        gocd_servers=InProcessGoCDServers(InProcessGoCDServer(api, console=console)),
+        gocd_servers=OneGoCDServer(GoCDClient(calls)),
         cluster_factory=cluster_factory,
         remote_files=RemoteFileFetcher(clock),
         narrator=SyncNarrator(),
+        writer_factory=writers,
     )
+    return InProcessBackend(backend, calls, writers)
 
 
 class InProcessTransport:

@@ -168,7 +168,6 @@ class InProcessCluster:
         counter: Callable[[], int] | None = None,
     ) -> None:
         self.namespace = namespace
-        self.last_error: ClusterError | None = None
         self.api_calls: dict[str, int] = {}
         self._store = store
         self._selector = dict(selector)
@@ -197,6 +196,9 @@ class InProcessCluster:
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced
+
+    def sync_problem(self) -> ClusterError | None:
+        return None  # the store is in process: the cache is always current
 
     def add_listener(self, listener: PodListener) -> None:
         self._listeners.append(listener)

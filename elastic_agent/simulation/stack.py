@@ -14,7 +14,7 @@ from typing import Any
 
 from elastic_agent.backend import Backend
 from elastic_agent.clock import Clock
-from elastic_agent.service import RunningService, build_backend, serve_in_background
+from elastic_agent.service.wsgi import RunningService, build_backend, serve_in_background
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD

@@ -113,7 +113,7 @@ class ProjectPlugin:
         self.backend = build_inprocess_backend(
             world.clock, world.api, factory, console=world.settings.console
         )
-        self.transport = InProcessTransport(self.backend)
+        self.transport = InProcessTransport(self.backend.backend)
         self.settle_s = 0.0
 
     def send(self, request_name: str, body: str) -> tuple[int, str]:
@@ -302,12 +302,3 @@ def simulate_all(
             for future in concurrent.futures.as_completed(futures):
                 done(future.result())
         return [future.result() for future in futures]
-
-
-def run_policies(
-    trace: Sequence[TraceJob],
-    policies: Sequence[Policy],
-    settings: SimSettings | None = None,
-    workers: int = 1,
-) -> list[PolicyResult]:
-    return simulate_all([(trace, policy, settings) for policy in policies], workers)

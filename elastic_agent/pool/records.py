@@ -1,4 +1,9 @@
-"""The state of one pod as the plugin sees it, read from the pod's labels and annotations."""
+"""The state of one pod as the plugin sees it, read from the pod's labels and annotations.
+
+A record is immutable: a change is a new record. The rules that read a record (is it usable, does it
+count against `pending_pods_count`, may it take another job) live here, once, so that the decisions,
+the index and the status pages cannot disagree about them.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from elastic_agent import labels
 from elastic_agent.kube.port import PodView
+from elastic_agent.pool import labels
 
 
 class PodState(StrEnum):
@@ -23,10 +28,10 @@ class PodRecord:
     name: str
     state: PodState
     state_since: float
+    # When the pod was created, on this backend's clock (see `from_pod`), never the API server's.
     created_at: float
     created_for_job_id: int | None
     current_job_id: int | None
-    last_job_id: int | None
     jobs_run: int
     registered: bool
     environment: str | None
@@ -35,15 +40,21 @@ class PodRecord:
     idle_timeout: float | None
     max_jobs: int | None
     min_idle: int
-    warm: bool
     phase: str
     reason: str | None
     deleting: bool
     retire_reason: str | None
 
     @classmethod
-    def from_pod(cls, pod: PodView, overlay: Mapping[str, str | None] | None = None) -> PodRecord:
-        """`overlay` holds annotation changes made here that the watch has not shown back yet."""
+    def from_pod(
+        cls, pod: PodView, overlay: Mapping[str, str | None] | None = None, first_seen: float | None = None
+    ) -> PodRecord:
+        """`overlay` holds annotation changes made here that the watch has not shown back yet.
+
+        Ages are measured on this backend's clock: the pod's `created-at` annotation (written by the
+        backend that created it), else `first_seen`, when this backend first saw the pod. The API
+        server's creationTimestamp comes from another machine's clock; compared with ours, a skew of
+        minutes would retire pods early or keep them past their lifetime."""
         annotations: dict[str, str] = dict(pod.annotations)
         for key, value in (overlay or {}).items():
             if value is None:
@@ -54,16 +65,18 @@ class PodRecord:
             state = PodState(annotations.get(labels.ANN_STATE, "booting"))
         except ValueError:
             state = PodState.BOOTING
+        created_at = _number(
+            annotations.get(labels.ANN_CREATED_AT), pod.created_at if first_seen is None else first_seen
+        )
         max_jobs = annotations.get(labels.ANN_MAX_JOBS)
         idle_timeout = annotations.get(labels.ANN_IDLE_TIMEOUT)
         return cls(
             name=pod.name,
             state=state,
-            state_since=_number(annotations.get(labels.ANN_STATE_SINCE), pod.created_at),
-            created_at=pod.created_at,
-            created_for_job_id=_job_id(annotations.get(labels.ANN_CREATED_FOR)),
-            current_job_id=_job_id(annotations.get(labels.ANN_CURRENT_JOB)),
-            last_job_id=_job_id(annotations.get(labels.ANN_LAST_JOB)),
+            state_since=_number(annotations.get(labels.ANN_STATE_SINCE), created_at),
+            created_at=created_at,
+            created_for_job_id=job_id_of(annotations.get(labels.ANN_CREATED_FOR)),
+            current_job_id=job_id_of(annotations.get(labels.ANN_CURRENT_JOB)),
             jobs_run=int(_number(annotations.get(labels.ANN_JOBS_RUN), 0)),
             registered=annotations.get(labels.ANN_REGISTERED) == "true",
             environment=annotations.get(labels.ANN_ENVIRONMENT) or None,
@@ -72,7 +85,6 @@ class PodRecord:
             idle_timeout=_number(idle_timeout, 0) if idle_timeout else None,
             max_jobs=int(_number(max_jobs, 0)) or None if max_jobs else None,
             min_idle=int(_number(annotations.get(labels.ANN_MIN_IDLE), 0)),
-            warm=annotations.get(labels.ANN_WARM) == "true",
             phase=pod.phase,
             reason=pod.reason,
             deleting=pod.deleting,
@@ -82,6 +94,12 @@ class PodRecord:
     @property
     def failed(self) -> bool:
         return self.phase in ("Failed", "Succeeded") or self.reason == "Evicted"
+
+    @property
+    def usable(self) -> bool:
+        """Could be given work or counted as supply: not being deleted, not retiring, not failed. (The
+        pool also excludes the pods it deleted itself that the watch still shows.)"""
+        return not (self.deleting or self.failed or self.state == PodState.RETIRING)
 
     @property
     def pending_registration(self) -> bool:
@@ -94,19 +112,21 @@ class PodRecord:
         return self.max_jobs is None or self.jobs_run < self.max_jobs
 
 
+def job_id_of(annotation: str | None) -> int | None:
+    """The job id in a job annotation (a JSON job identifier); None when absent or malformed. A JSON
+    boolean is not a job id, although Python counts booleans as integers."""
+    if not annotation:
+        return None
+    try:
+        value = json.loads(annotation)
+    except ValueError:
+        return None
+    job_id = value.get("job_id") if isinstance(value, dict) else None
+    return job_id if isinstance(job_id, int) and not isinstance(job_id, bool) else None
+
+
 def _number(text: str | None, default: float) -> float:
     try:
         return float(text) if text else default
     except ValueError:
         return default
-
-
-def _job_id(text: str | None) -> int | None:
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    job_id = value.get("job_id") if isinstance(value, dict) else None
-    return job_id if isinstance(job_id, int) else None

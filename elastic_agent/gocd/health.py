@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from elastic_agent.gocd import GoCDError, GoCDServer
+from elastic_agent.gocd.server import GoCDError, GoCDServer
 
 log = logging.getLogger(__name__)
 

@@ -13,21 +13,15 @@ from urllib.parse import urlsplit
 
 import requests
 
+from elastic_agent.caching import digest
 from elastic_agent.clock import Clock
+from profiles.values import safe_url
+
+DOWNLOAD_LOCKS = 64
 
 
 class RemoteFileError(Exception):
     """A remote pod template could not be fetched; the message is safe to show."""
-
-
-def safe_url(url: str) -> str:
-    """`scheme://host[:port]/path`: the parts of a URL that are safe to show."""
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "(an invalid URL)"
-    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
 class RemoteFileFetcher:
@@ -47,11 +41,13 @@ class RemoteFileFetcher:
         self._max_bytes = max_bytes
         self._ttl_s = ttl_s
         self._session = session or requests.Session()
-        self._cache: dict[str, tuple[float, str]] = {}
+        # Keyed by a digest of the URL: its query string may carry an access token (caching.py).
+        self._cache: dict[bytes, tuple[float, str]] = {}  # guarded by _lock
         self._lock = threading.Lock()
-        # One lock per URL: concurrent requests for the same file wait for one download instead of each
-        # starting their own; different URLs do not wait for each other.
-        self._url_locks: dict[str, threading.Lock] = {}
+        # Concurrent requests for the same file wait for one download instead of each starting their own.
+        # A fixed set of locks, picked by the URL's digest, so that no lock is kept per URL ever seen;
+        # two URLs rarely share one, and then only wait for each other's download.
+        self._download_locks = [threading.Lock() for _ in range(DOWNLOAD_LOCKS)]
 
     def fetch(self, url: str) -> str:
         shown = safe_url(url)
@@ -61,27 +57,29 @@ class RemoteFileFetcher:
             scheme = ""
         if scheme not in ("http", "https"):
             raise RemoteFileError(f"cannot fetch {shown}: only http:// and https:// URLs are supported")
-        cached = self._cached(url)
+        key = digest(url)
+        cached = self._cached(key)
         if cached is not None:
             return cached
-        with self._lock:
-            url_lock = self._url_locks.setdefault(url, threading.Lock())
-        with url_lock:
-            cached = self._cached(url)  # another thread may have fetched it while we waited
+        with self._download_locks[key[0] % DOWNLOAD_LOCKS]:
+            cached = self._cached(key)  # another thread may have fetched it while we waited
             if cached is not None:
                 return cached
             text = self._download(url, shown)
             with self._lock:
-                self._cache[url] = (self._clock.now() + self._ttl_s, text)
+                now = self._clock.now()
+                for old in [k for k, (expires, _) in self._cache.items() if now >= expires]:
+                    del self._cache[old]
+                self._cache[key] = (now + self._ttl_s, text)
             return text
 
-    def _cached(self, url: str) -> str | None:
+    def _cached(self, key: bytes) -> str | None:
         with self._lock:
-            entry = self._cache.get(url)
+            entry = self._cache.get(key)
             if entry is None:
                 return None
             if self._clock.now() >= entry[0]:
-                del self._cache[url]
+                del self._cache[key]
                 return None
             return entry[1]
 

@@ -19,7 +19,8 @@ KIND_VALUE = "kubernetes-elastic-agent"
 
 # Annotations: state, kept on the pod so a restart of the backend loses nothing.
 ANN_STATE = PREFIX + "state"  # booting | idle | busy | retiring
-ANN_STATE_SINCE = PREFIX + "state-since"  # epoch seconds, as a decimal string
+ANN_STATE_SINCE = PREFIX + "state-since"  # epoch seconds on the backend's clock, as a decimal string
+ANN_CREATED_AT = PREFIX + "created-at"  # when the backend created the pod, on its own clock
 ANN_CREATED_FOR = PREFIX + "created-for"  # JSON job identifier of the job the pod was created for
 ANN_CURRENT_JOB = PREFIX + "current-job"  # JSON job identifier while busy
 ANN_LAST_JOB = PREFIX + "last-job"  # JSON job identifier of the last job run

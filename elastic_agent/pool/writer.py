@@ -1,15 +1,23 @@
-"""Persists annotation changes to pods off the request path.
+"""Persists the pool's state changes to the pods, off the request path.
 
-should-assign-work runs inside GoCD's global assignment lock, so it flips state in memory and leaves the
-API call to this writer. Patches are compare-and-swap on the pod's resourceVersion: a conflict means the
-pod changed (often just its status), so the writer retries on the fresher copy.
+should-assign-work runs inside GoCD's global assignment lock, so a decision changes state in memory
+(PoolState's overlay) and leaves the API call to a writer. Patches are compare-and-swap on the pod's
+resourceVersion: a conflict means the pod changed (often just its status), so the writer retries on the
+fresher copy. Stopping drains the queue: a change made before SIGTERM is on the pod afterwards, unless
+the cluster cannot be reached before the deadline (then the next backend's server-ping repairs what
+GoCD knows; docs/architecture.md, "What a restart loses").
+
+`StateWriter` is the seam: production uses the `AnnotationWriter` thread; the simulator passes a writer
+that it drains at the end of each simulated instant.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable
+from typing import Protocol
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, ClusterPort, Conflict, NotFound
@@ -20,33 +28,56 @@ log = logging.getLogger(__name__)
 Overlay = dict[str, str | None]
 
 
+class PendingWrites(Protocol):
+    def take_unwritten(self, name: str) -> tuple[Overlay, Overlay] | None:
+        """(annotations, labels) still to be written for a pod, or None."""
+
+
+class StateWriter(Protocol):
+    def start(self) -> None: ...
+
+    def enqueue(self, name: str) -> None:
+        """The pod has changes to write; cheap, never blocks on the cluster."""
+
+    def flush(self, name: str) -> None:
+        """Write the pod's changes now, on the calling thread."""
+
+    def stop(self, deadline: float) -> None:
+        """Write what is queued until `deadline` (time.monotonic()), then stop."""
+
+
+WriterFactory = Callable[[ClusterPort, Clock, PendingWrites], StateWriter]
+
+
 class AnnotationWriter:
     MAX_ATTEMPTS = 5
 
-    def __init__(
-        self,
-        port: ClusterPort,
-        clock: Clock,
-        take: Callable[[str], tuple[Overlay, Overlay] | None],
-    ) -> None:
-        """`take(name)` returns (annotations, labels) still to be written for a pod, or None."""
+    def __init__(self, port: ClusterPort, clock: Clock, pending: PendingWrites) -> None:
         self._port = port
         self._clock = clock
-        self._take = take
-        self._queue: list[str] = []
+        self._pending = pending
+        self._queue: list[str] = []  # guarded by _wake, with _queued (no name twice)
         self._queued: set[str] = set()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._stopped = False
+        self._stopping = False
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="annotation-writer", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, deadline: float) -> None:
         with self._wake:
-            self._stopped = True
+            self._stopping = True
             self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            if self._thread.is_alive():
+                with self._wake:
+                    left = len(self._queue) + 1
+                log.warning(
+                    "stopped before the state of %d pod(s) was written; the next server-ping repairs it", left
+                )
 
     def enqueue(self, name: str) -> None:
         with self._wake:
@@ -56,17 +87,16 @@ class AnnotationWriter:
                 self._wake.notify()
 
     def flush(self, name: str) -> None:
-        """Write now, on the calling thread (for paths that must persist before they go on)."""
         self.write(name)
 
     def _run(self) -> None:
         while True:
             with self._wake:
                 woken = not self._queue
-                while not self._queue and not self._stopped:
+                while not self._queue and not self._stopping:
                     self._wake.wait()
-                if self._stopped:
-                    return
+                if not self._queue:
+                    return  # stopping, and everything is written
             if woken:
                 let_the_answer_go_first()
             with self._wake:
@@ -81,7 +111,7 @@ class AnnotationWriter:
 
     def write(self, name: str) -> None:
         for attempt in range(self.MAX_ATTEMPTS):
-            pending = self._take(name)
+            pending = self._pending.take_unwritten(name)
             if pending is None:
                 return
             annotations, pod_labels = pending
@@ -105,8 +135,3 @@ class AnnotationWriter:
                 log.warning("could not persist the state of pod %s: %s", name, error)
                 return
         log.warning("pod %s kept changing; its state will be written at the next ping", name)
-
-
-def unconfirmed(wanted: Mapping[str, str | None], actual: Mapping[str, str]) -> Overlay:
-    """The part of `wanted` that `actual` does not show yet."""
-    return {key: value for key, value in wanted.items() if actual.get(key) != value}

@@ -1,138 +1,23 @@
-"""GoCD request bodies parsed in one place into typed objects.
+"""Every GoCD request body, parsed in one place into typed objects (gocd-protocol.md §2 in
+docs/architecture.md's words).
 
-Every problem becomes a BadRequest whose message a person can act on; nothing here echoes a value that
-might be a secret (property values are never quoted back).
+Executors call `<Request>.parse(text)` and work on the result; a body that does not fit raises
+BadRequest with a sentence (body.py). Nothing here echoes a value that might be a secret, and no
+request's repr() shows a registration key or a property. The cluster profile a request carries is parsed
+once per distinct set of properties (`cluster_profile`), in a cache keyed by a digest, never by the
+properties themselves (they hold the security token).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-class BadRequest(Exception):
-    """The request body is not what GoCD's elastic-agent protocol 5.0 says it must be."""
-
-
-Properties = dict[str, str]
-
-
-class Body:
-    """A JSON object with typed accessors that explain what is wrong."""
-
-    def __init__(self, data: Mapping[str, Any], where: str) -> None:
-        self.data = data
-        self.where = where
-
-    @classmethod
-    def parse(cls, text: str, where: str) -> Body:
-        if not text or not text.strip():
-            raise BadRequest(f"{where}: the request body is empty; a JSON object was expected.")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise BadRequest(
-                f"{where}: the request body is not valid JSON ({error.msg} at line {error.lineno}, "
-                f"column {error.colno})."
-            ) from None
-        except ValueError:
-            raise BadRequest(f"{where}: the request body is not valid JSON.") from None
-        if not isinstance(data, dict):
-            raise BadRequest(f"{where}: the request body must be a JSON object, not {_kind(data)}.")
-        return cls(data, where)
-
-    def _missing(self, key: str) -> BadRequest:
-        return BadRequest(f"{self.where}: the field '{key}' is missing.")
-
-    def _wrong(self, key: str, expected: str, value: Any) -> BadRequest:
-        return BadRequest(f"{self.where}: the field '{key}' must be {expected}, not {_kind(value)}.")
-
-    def string(self, key: str) -> str:
-        if key not in self.data or self.data[key] is None:
-            raise self._missing(key)
-        value = self.data[key]
-        if not isinstance(value, str):
-            raise self._wrong(key, "a string", value)
-        return value
-
-    def optional_string(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self._wrong(key, "a string", value)
-        return value
-
-    def object(self, key: str) -> Body:
-        if key not in self.data or self.data[key] is None:
-            raise self._missing(key)
-        value = self.data[key]
-        if not isinstance(value, dict):
-            raise self._wrong(key, "an object", value)
-        return Body(value, f"{self.where}, '{key}'")
-
-    def optional_object(self, key: str) -> Body | None:
-        return None if self.data.get(key) is None else self.object(key)
-
-    def properties(self, key: str) -> Properties:
-        """A map of profile properties: string keys; values strings or null (null is dropped)."""
-        return _properties(self.object(key).data, f"{self.where}, '{key}'")
-
-    def properties_list(self, key: str) -> list[Properties]:
-        if key not in self.data or self.data[key] is None:
-            raise self._missing(key)
-        value = self.data[key]
-        if not isinstance(value, list):
-            raise self._wrong(key, "a list of objects", value)
-        result = []
-        for index, item in enumerate(value):
-            if not isinstance(item, dict):
-                raise BadRequest(
-                    f"{self.where}: item {index} of '{key}' must be an object, not {_kind(item)}."
-                )
-            result.append(_properties(item, f"{self.where}, '{key}' item {index}"))
-        return result
-
-
-def _properties(data: Mapping[str, Any], where: str) -> Properties:
-    result: Properties = {}
-    for key, value in data.items():
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise BadRequest(f"{where}: the value of '{key}' must be a string, not {_kind(value)}.")
-        result[str(key)] = value if isinstance(value, str) else str(value)
-    return result
-
-
-def _plain_properties(value: object) -> Properties | None:
-    """A copy of a properties map whose values are all strings; None for anything else (nulls, numbers,
-    a wrong type), which `_properties` then converts or explains."""
-    if type(value) is not dict or not all(type(item) is str for item in value.values()):
-        return None
-    return dict(value)
-
-
-_AGENT_STATE_KEYS = ("agent_state", "build_state", "config_state")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+from elastic_agent.caching import DigestCache
+from elastic_agent.gocd.body import BadRequest, Body, Properties, plain_properties
+from profiles.cluster import ClusterProfile
 
 
 @dataclass(frozen=True)
@@ -150,12 +35,12 @@ class JobIdentifier:
         return cls(
             pipeline_name=body.string("pipeline_name"),
             pipeline_label=body.optional_string("pipeline_label") or "",
-            pipeline_counter=_integer(body, "pipeline_counter"),
+            pipeline_counter=body.integer("pipeline_counter"),
             stage_name=body.string("stage_name"),
             # GoCD sends stage_counter as a string; tolerate a number, it means the same.
-            stage_counter=str(_integer(body, "stage_counter")),
+            stage_counter=str(body.integer("stage_counter")),
             job_name=body.string("job_name"),
-            job_id=_integer(body, "job_id"),
+            job_id=body.integer("job_id"),
         )
 
     @classmethod
@@ -194,28 +79,17 @@ class JobIdentifier:
         )
 
 
-def _integer(body: Body, key: str) -> int:
-    if key not in body.data or body.data[key] is None:
-        raise body._missing(key)
-    value = body.data[key]
-    if isinstance(value, bool):
-        raise body._wrong(key, "a whole number", value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    raise body._wrong(key, "a whole number", value)
-
-
 @dataclass(frozen=True)
-class AgentMetadata:
+class Agent:
+    """An elastic agent as GoCD describes it, in should-assign-work and in list-agents."""
+
     agent_id: str
     agent_state: str
     build_state: str
     config_state: str
 
     @classmethod
-    def parse(cls, body: Body) -> AgentMetadata:
+    def parse(cls, body: Body) -> Agent:
         return cls(
             agent_id=body.string("agent_id"),
             agent_state=body.optional_string("agent_state") or "Unknown",
@@ -225,11 +99,35 @@ class AgentMetadata:
 
     @property
     def building(self) -> bool:
+        # A cancelling agent shows agent_state Building; build_state Cancelled means it is still busy.
         return self.agent_state == "Building" or self.build_state in ("Building", "Cancelled")
 
 
+_AGENT_STATE_KEYS = ("agent_state", "build_state", "config_state")
+
+_clusters: DigestCache[ClusterProfile] = DigestCache(128)
+
+
+def cluster_profile(props: Mapping[str, str]) -> ClusterProfile:
+    """The parsed cluster profile (raises ProfileError). Parsing validates URLs, durations and
+    certificates, and every request carries a profile, so identical properties are parsed once. Keyed in
+    arrival order, unsorted: GoCD sends a profile's properties in the same order each time, and another
+    order only costs one more parse."""
+    return _clusters.get(repr(tuple(props.items())), lambda: ClusterProfile.from_properties(dict(props)))
+
+
+class _WithCluster:
+    """For requests that carry one cluster profile's properties."""
+
+    cluster_profile: Properties
+
+    @functools.cached_property
+    def cluster(self) -> ClusterProfile:
+        return cluster_profile(self.cluster_profile)
+
+
 @dataclass(frozen=True)
-class CreateAgentRequest:
+class CreateAgentRequest(_WithCluster):
     auto_register_key: str
     elastic_profile: Properties
     cluster_profile: Properties
@@ -252,8 +150,8 @@ class CreateAgentRequest:
 
 
 @dataclass(frozen=True)
-class ShouldAssignWorkRequest:
-    agent: AgentMetadata
+class ShouldAssignWorkRequest(_WithCluster):
+    agent: Agent
     environment: str | None
     elastic_profile: Properties
     cluster_profile: Properties
@@ -261,7 +159,10 @@ class ShouldAssignWorkRequest:
 
     @classmethod
     def parse(cls, text: str) -> ShouldAssignWorkRequest:
-        return _parse_should_assign_work(text)
+        # An idle agent asks about the same waiting job at every poll, so most bodies repeat one seen
+        # seconds earlier (two in three in the simulator's standard trace). The request is immutable, so
+        # the same object answers every repeat. Bodies that fail to parse raise and are not cached.
+        return _should_assign_work.get(text, lambda: cls.parse_uncached(text))
 
     @classmethod
     def parse_uncached(cls, text: str) -> ShouldAssignWorkRequest:
@@ -272,7 +173,7 @@ class ShouldAssignWorkRequest:
     def checked(cls, body: Body) -> ShouldAssignWorkRequest:
         """Field by field, converting what GoCD may send loosely and explaining what is wrong."""
         return cls(
-            agent=AgentMetadata.parse(body.object("agent")),
+            agent=Agent.parse(body.object("agent")),
             environment=body.optional_string("environment") or None,
             elastic_profile=body.properties("elastic_agent_profile_properties"),
             cluster_profile=body.properties("cluster_profile_properties"),
@@ -285,35 +186,31 @@ class ShouldAssignWorkRequest:
         converts or explains. Every idle agent asks about every waiting job at each poll,
         so this is the plugin's most frequent request; the checked path costs several times more."""
         agent, job = data.get("agent"), data.get("job_identifier")
-        elastic = _plain_properties(data.get("elastic_agent_profile_properties"))
-        cluster = _plain_properties(data.get("cluster_profile_properties"))
+        elastic = plain_properties(data.get("elastic_agent_profile_properties"))
+        cluster = plain_properties(data.get("cluster_profile_properties"))
         environment = data.get("environment")
         if type(agent) is not dict or elastic is None or cluster is None:
             return None
         if environment is not None and type(environment) is not str:
             return None
         identifier = JobIdentifier.well_formed(job)
-        agent_id, states = agent.get("agent_id"), _AGENT_STATE_KEYS
+        agent_id = agent.get("agent_id")
         if identifier is None or type(agent_id) is not str:
             return None
-        if not all(type(agent.get(key)) is str and agent[key] for key in states):
+        if not all(type(agent.get(key)) is str and agent[key] for key in _AGENT_STATE_KEYS):
             return None
-        metadata = AgentMetadata(agent_id, agent["agent_state"], agent["build_state"], agent["config_state"])
-        return cls(metadata, environment or None, elastic, cluster, identifier)
+        status = Agent(agent_id, agent["agent_state"], agent["build_state"], agent["config_state"])
+        return cls(status, environment or None, elastic, cluster, identifier)
 
     def __repr__(self) -> str:
         return f"ShouldAssignWorkRequest(agent={self.agent.agent_id!r}, job_id={self.job.job_id})"
 
 
-# An idle agent asks about the same waiting job at every poll, so most should-assign-work bodies repeat
-# one seen seconds earlier (two in three in the simulator's standard trace). The request is immutable and
-# nothing mutates its property maps, so the same object can answer every repeat. Bodies that fail to
-# parse raise and are not cached.
-_parse_should_assign_work = functools.lru_cache(maxsize=4096)(ShouldAssignWorkRequest.parse_uncached)
+_should_assign_work: DigestCache[ShouldAssignWorkRequest] = DigestCache(4096)
 
 
 @dataclass(frozen=True)
-class JobCompletionRequest:
+class JobCompletionRequest(_WithCluster):
     agent_id: str
     elastic_profile: Properties
     cluster_profile: Properties
@@ -344,7 +241,7 @@ class ServerPingRequest:
 
 
 @dataclass(frozen=True)
-class AgentStatusReportRequest:
+class AgentStatusReportRequest(_WithCluster):
     cluster_profile: Properties
     agent_id: str | None
     job: JobIdentifier | None
@@ -361,3 +258,85 @@ class AgentStatusReportRequest:
             agent_id=agent_id,
             job=JobIdentifier.parse(job_body) if job_body else None,
         )
+
+
+@dataclass(frozen=True)
+class ClusterStatusReportRequest(_WithCluster):
+    cluster_profile: Properties
+
+    @classmethod
+    def parse(cls, text: str) -> ClusterStatusReportRequest:
+        body = Body.parse(text, "cluster-status-report")
+        return cls(cluster_profile=body.properties("cluster_profile_properties"))
+
+
+@dataclass(frozen=True)
+class PluginStatusReportRequest:
+    """The body lists the cluster profiles (`all_cluster_profiles_properties`, plural 'profiles'); the
+    page shows the clusters this backend is connected to, so an empty body is accepted too."""
+
+    cluster_profiles: list[Properties]
+
+    @classmethod
+    def parse(cls, text: str) -> PluginStatusReportRequest:
+        if not text.strip():
+            return cls([])
+        body = Body.parse(text, "plugin-status-report")
+        if body.data.get("all_cluster_profiles_properties") is None:
+            return cls([])
+        return cls(body.properties_list("all_cluster_profiles_properties"))
+
+
+CHANGES = ("created", "updated", "deleted")
+
+
+@dataclass(frozen=True)
+class ClusterProfileChangedRequest:
+    status: str
+
+    @classmethod
+    def parse(cls, text: str) -> ClusterProfileChangedRequest:
+        body = Body.parse(text, "cluster-profile-changed")
+        status = body.string("status")
+        if status not in CHANGES:
+            raise BadRequest("cluster-profile-changed: 'status' must be created, updated or deleted.")
+        return cls(status)
+
+
+@dataclass(frozen=True)
+class ValidateProfileRequest:
+    """validate-cluster-profile and validate-elastic-agent-profile: a flat object of the profile's
+    values. Validation reports bad values itself (profiles.validation); only a body that is not an
+    object is a bad request."""
+
+    values: dict[str, Any]
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> ValidateProfileRequest:
+        return cls(dict(Body.parse(text, where).data))
+
+
+@dataclass(frozen=True)
+class MigrateConfigRequest:
+    """The plugin's whole configuration. The server replaces it with the answer, so everything it holds
+    is kept, also keys this plugin does not know."""
+
+    data: dict[str, Any]
+
+    @classmethod
+    def parse(cls, text: str) -> MigrateConfigRequest:
+        body = Body.parse(text, "migrate-config")
+        settings = body.optional_object("plugin_settings")
+        return cls(
+            {
+                **body.data,
+                "plugin_settings": dict(settings.data) if settings is not None else {},
+                "cluster_profiles": body.list_of_objects("cluster_profiles", default=[]),
+                "elastic_agent_profiles": body.list_of_objects("elastic_agent_profiles", default=[]),
+            }
+        )
+
+    @property
+    def elastic_agent_profiles(self) -> list[dict[str, Any]]:
+        profiles: list[dict[str, Any]] = self.data["elastic_agent_profiles"]
+        return profiles

@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from elastic_agent.config import DEFAULT_BIND, ConfigError, load_config
+from elastic_agent.service.config import DEFAULT_BIND, ConfigError, load_config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "advise":
         return _advise(args)
-    from elastic_agent.demo import run_demo
+    from elastic_agent.simulation.demo import run_demo
 
     return run_demo(jobs=args.jobs, speed=args.speed, seed=args.seed)
 
@@ -87,7 +87,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from elastic_agent.service import build_backend, serve_in_background
+    from elastic_agent.service.wsgi import build_backend, serve_in_background
 
     backend = build_backend(config.token, config.callback_url)
     try:
@@ -100,5 +100,8 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: done.set())
     done.wait()
+    # SIGTERM (Kubernetes, the bridge): stop accepting, answer what is in flight, write every queued pod
+    # state change, stop watching, exit 0, all within STOP_WITHIN_S.
+    logging.getLogger(__name__).info("stopping: answering the requests in flight and writing pod states")
     running.stop()
     return 0

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from elastic_agent.caching import digest
 from elastic_agent.clock import Clock
 from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
@@ -30,7 +31,6 @@ class JobSpec:
     idle_timeout: float  # the profile's IdleTimeout, else the cluster's idle_timeout
     min_idle_pods: int
     environment: str | None
-    pipeline_scope: str | None  # the pipeline, when ReuseScope=pipeline
 
 
 class JobSpecs:
@@ -40,7 +40,7 @@ class JobSpecs:
     def __init__(self, clock: Clock, fetch_remote: Callable[[str], str]) -> None:
         self._clock = clock
         self._fetch = fetch_remote
-        self._cache: OrderedDict[tuple[object, ...], tuple[float, JobSpec]] = OrderedDict()
+        self._cache: OrderedDict[bytes, tuple[float, JobSpec]] = OrderedDict()
         self._lock = threading.Lock()
 
     def spec(
@@ -50,13 +50,19 @@ class JobSpecs:
         environment: str | None,
         pipeline: str,
     ) -> JobSpec:
-        key = (
-            tuple(elastic_properties.items()),  # arrival order, as in backend.cluster_profile
-            cluster.cluster_key,
-            cluster.go_server_url,
-            cluster.idle_timeout,
-            environment,
-            pipeline,
+        # Keyed by a digest: the properties may hold resolved secrets (caching.py). Arrival order, as in
+        # messages.cluster_profile.
+        key = digest(
+            repr(
+                (
+                    tuple(elastic_properties.items()),
+                    cluster.cluster_key,
+                    cluster.go_server_url,
+                    cluster.idle_timeout,
+                    environment,
+                    pipeline,
+                )
+            )
         )
         now = self._clock.now()
         with self._lock:
@@ -85,5 +91,4 @@ class JobSpecs:
             idle_timeout=elastic.idle_timeout if elastic.idle_timeout is not None else cluster.idle_timeout,
             min_idle_pods=elastic.min_idle_pods if elastic.reuse else 0,
             environment=environment,
-            pipeline_scope=scope,
         )

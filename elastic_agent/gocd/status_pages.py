@@ -12,19 +12,20 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from elastic_agent import labels
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, PodView
-from elastic_agent.pool import ClusterPool
-from elastic_agent.records import PodRecord, PodState
+from elastic_agent.pool import labels
+from elastic_agent.pool.cluster_pool import ClusterPool
+from elastic_agent.pool.records import PodRecord, PodState, job_id_of
 from profiles.fingerprint import label_form
+from profiles.quantities import format_duration
+from profiles.values import safe_url
 
 _templates = Environment(
-    loader=PackageLoader("elastic_agent", "templates"),
+    loader=PackageLoader("elastic_agent.gocd", "templates"),
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
     lstrip_blocks=True,
@@ -63,30 +64,17 @@ def _age(seconds: float) -> str:
 
 
 def _duration(seconds: float | None) -> str:
-    """A setting's duration the way profiles write it: 30s, 10m, 2h, 1h 30m."""
-    if not seconds:
-        return "no limit"
-    whole = int(seconds)
-    if whole % 3600 == 0:
-        return f"{whole // 3600}h"
-    if whole % 60 == 0:
-        return f"{whole // 60}m" if whole < 3600 else f"{whole // 3600}h {whole % 3600 // 60}m"
-    return f"{seconds:g}s"
+    """A setting's duration the way profiles write it (30s, 10m, 1h30m), or that it has no limit."""
+    return format_duration(seconds) if seconds else "no limit"
 
 
 def _timestamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _public_url(url: str | None) -> str:
-    """The cluster URL without any user:password part."""
-    if not url:
-        return "in-cluster (the backend's service account)"
-    parts = urlsplit(url.strip())
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+def _cluster_url(url: str | None) -> str:
+    """The cluster URL without user info or query (safe_url)."""
+    return safe_url(url) if url else "in-cluster (the backend's service account)"
 
 
 def _job(raw: str | None) -> str | None:
@@ -106,15 +94,6 @@ def _job(raw: str | None) -> str | None:
 def _sentence(text: str) -> str:
     text = text.strip()
     return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def _job_id(raw: str | None) -> int | None:
-    try:
-        value = json.loads(raw) if raw else None
-    except ValueError:
-        return None
-    job_id = value.get("job_id") if isinstance(value, dict) else None
-    return job_id if isinstance(job_id, int) and not isinstance(job_id, bool) else None
 
 
 @dataclass(frozen=True)
@@ -246,7 +225,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
     for row in rows:
         counts[row.state] += 1
     return ClusterSummary(
-        url=_public_url(pool.settings.kubernetes_cluster_url),
+        url=_cluster_url(pool.settings.kubernetes_cluster_url),
         namespace=pool.settings.namespace,
         label=f"{labels.LABEL_CLUSTER}={pool.identity.cluster}",
         synced=pool.port.wait_synced(0),
@@ -279,7 +258,7 @@ def _pod_for_job(pool: ClusterPool, job_id: int) -> tuple[PodRecord | None, str]
             return record, "runs this job"
     for record in records:
         view = pool.port.get(record.name)
-        if view is not None and _job_id(view.annotations.get(labels.ANN_LAST_JOB)) == job_id:
+        if view is not None and job_id_of(view.annotations.get(labels.ANN_LAST_JOB)) == job_id:
             return record, "ran this job"
     for record in records:
         if record.created_for_job_id == job_id:
@@ -299,7 +278,10 @@ def render_agent_status(
         record = pool.record(agent_id)
     elif job_id is not None:
         record, relation = _pod_for_job(pool, job_id)
-    cluster = {"url": _public_url(pool.settings.kubernetes_cluster_url), "namespace": pool.settings.namespace}
+    cluster = {
+        "url": _cluster_url(pool.settings.kubernetes_cluster_url),
+        "namespace": pool.settings.namespace,
+    }
     if record is None:
         return template.render(
             pod=None, cluster=cluster, agent_id=agent_id, job_id=job_id, generated=generated

@@ -1,7 +1,10 @@
-"""Calls from the backend to the GoCD server, through the bridge's callback endpoint.
+"""Calls from the backend to the GoCD server.
 
-`POST <callback-url>/gocd/server/<api-name>` with the shared token and `X-GoCD-API-Version`; the
-answer's status and body are GoCD's (design.md, "The bridge contract").
+`GoCDClient` speaks GoCD's server APIs (what to send, how to read the answer) over a `ServerTransport`,
+GoCD's `GoApplicationAccessor.submit(api, version, body)` in one method. In production the transport is
+the bridge's callback endpoint over HTTP (`POST <callback-url>/gocd/server/<api-name>` with the shared
+token and `X-GoCD-API-Version`; docs/architecture.md, "The bridge contract"); the simulator passes the
+simulated server's own `submit`, so bodies and answers are read by this same code.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import urllib3
+
+from elastic_agent.gocd.messages import Agent
 
 log = logging.getLogger(__name__)
 
@@ -39,23 +44,6 @@ class GoCDError(Exception):
 
 
 @dataclass(frozen=True)
-class Agent:
-    agent_id: str
-    agent_state: str
-    build_state: str
-    config_state: str
-
-    @property
-    def building(self) -> bool:
-        # A cancelling agent shows agent_state Building; build_state Cancelled means it is still busy.
-        return self.agent_state == "Building" or self.build_state in ("Building", "Cancelled")
-
-    @property
-    def disabled(self) -> bool:
-        return self.config_state == "Disabled"
-
-
-@dataclass(frozen=True)
 class ServerInfo:
     server_id: str
     site_url: str | None
@@ -78,41 +66,33 @@ class GoCDServer(Protocol):
     def console_log(self, job: dict[str, Any], text: str) -> None: ...
 
 
-class HttpGoCDServer:
-    """GoCD through the bridge's callback endpoint. Thread-safe (urllib3's pool is)."""
+class GoCDServerSource(Protocol):
+    def for_callback(self, header_url: str | None) -> GoCDServer:
+        """The server of a request, from its X-GoCD-Callback-URL header (None: the latest or default)."""
 
-    def __init__(self, callback_url: str, token: str, http: urllib3.PoolManager, timeout_s: float = 10.0):
-        self.callback_url = callback_url.rstrip("/")
-        self._token = token
-        self._http = http
-        self._timeout = urllib3.Timeout(connect=min(3.0, timeout_s), read=timeout_s)
+
+class ServerTransport(Protocol):
+    def submit(self, api: str, version: str, body: str) -> tuple[int, str]:
+        """GoCD's answer (status, body) to one server call; raises GoCDError when there is none."""
+
+
+class GoCDClient:
+    """GoCDServer over a transport. Thread-safe when the transport is."""
+
+    def __init__(self, transport: ServerTransport) -> None:
+        self.transport = transport
 
     def _call(self, api: str, body: Any | None = None) -> Any:
-        url = f"{self.callback_url}/gocd/server/{api}"
-        payload = b"" if body is None else json.dumps(body).encode()
-        try:
-            response = self._http.request(
-                "POST",
-                url,
-                body=payload,
-                headers={
-                    "Authorization": f"Bearer {self._token}",
-                    "X-GoCD-API-Version": API_VERSIONS[api],
-                    "Content-Type": "application/json",
-                },
-                timeout=self._timeout,
-                retries=False,
-            )
-        except urllib3.exceptions.HTTPError as error:
-            raise GoCDError(
-                f"the GoCD server could not be reached at {self.callback_url} ({error})"
-            ) from None
-        if response.status != 200:
+        payload = "" if body is None else json.dumps(body)
+        status, text = self.transport.submit(api, API_VERSIONS[api], payload)
+        if status != 200:
             # GoCD answers with a short reason; it carries no secret of ours, but keep it short.
-            reason = response.data[:200].decode("utf-8", "replace").strip()
-            raise GoCDError(f"GoCD answered {response.status} to {api}: {reason or 'no reason given'}")
-        text = response.data.decode("utf-8")
-        return json.loads(text) if text.strip() else None
+            reason = text[:200].strip()
+            raise GoCDError(f"GoCD answered {status} to {api}: {reason or 'no reason given'}")
+        try:
+            return json.loads(text) if text.strip() else None
+        except ValueError:
+            raise GoCDError(f"GoCD's answer to {api} is not JSON") from None
 
     def list_agents(self) -> list[Agent]:
         data = self._call(LIST_AGENTS)
@@ -160,36 +140,61 @@ class HttpGoCDServer:
         self._call(CONSOLE_LOG, body)
 
 
+class BridgeTransport:
+    """The bridge's callback endpoint over HTTP. Thread-safe (urllib3's pool is)."""
+
+    def __init__(self, callback_url: str, token: str, http: urllib3.PoolManager, timeout_s: float = 10.0):
+        self.callback_url = callback_url.rstrip("/")
+        self._token = token
+        self._http = http
+        self._timeout = urllib3.Timeout(connect=min(3.0, timeout_s), read=timeout_s)
+
+    def submit(self, api: str, version: str, body: str) -> tuple[int, str]:
+        try:
+            response = self._http.request(
+                "POST",
+                f"{self.callback_url}/gocd/server/{api}",
+                body=body.encode(),
+                headers={
+                    "Authorization": f"Bearer {self._token}",
+                    "X-GoCD-API-Version": version,
+                    "Content-Type": "application/json",
+                },
+                timeout=self._timeout,
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as error:
+            raise GoCDError(
+                f"the GoCD server could not be reached at {self.callback_url} ({error})"
+            ) from None
+        return response.status, response.data.decode("utf-8", "replace")
+
+
 class GoCDServers:
-    """One client per callback URL (the bridge names it in every request), sharing one connection pool."""
+    """One client per callback URL (the bridge names it in every request), sharing one connection pool.
+    `_lock` guards `_clients` and `_last_url`."""
 
     def __init__(self, token: str, default_callback_url: str | None, timeout_s: float = 10.0) -> None:
         self._token = token
         self._default = default_callback_url
         self._timeout = timeout_s
         self._http = urllib3.PoolManager(num_pools=4, maxsize=8)
-        self._clients: dict[str, HttpGoCDServer] = {}
+        self._clients: dict[str, GoCDClient] = {}
         self._lock = threading.Lock()
         self._last_url: str | None = default_callback_url
 
     def for_callback(self, header_url: str | None) -> GoCDServer:
-        url = header_url or self._last_url or self._default
-        if not url:
-            raise GoCDError(
-                "no callback URL: the request had no X-GoCD-Callback-URL header and "
-                "GOCD_ELASTIC_AGENT_CALLBACK_URL is not set"
-            )
         with self._lock:
+            url = header_url or self._last_url or self._default
+            if not url:
+                raise GoCDError(
+                    "no callback URL: the request had no X-GoCD-Callback-URL header and "
+                    "GOCD_ELASTIC_AGENT_CALLBACK_URL is not set"
+                )
             if header_url:
                 self._last_url = header_url
             client = self._clients.get(url)
             if client is None:
-                client = self._clients[url] = HttpGoCDServer(url, self._token, self._http, self._timeout)
+                transport = BridgeTransport(url, self._token, self._http, self._timeout)
+                client = self._clients[url] = GoCDClient(transport)
             return client
-
-    def latest(self) -> GoCDServer | None:
-        """The server of the most recent request, for background work that has no request."""
-        try:
-            return self.for_callback(None)
-        except GoCDError:
-            return None

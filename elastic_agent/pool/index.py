@@ -2,7 +2,7 @@
 
 create-agent, the warm pool and serve-waiting-jobs decide under the pool's lock, which should-assign-work
 also takes. Scanning every record there made each create-agent hold the lock for milliseconds at 5,000
-pods. The index is updated per changed pod (PoolState.records() hears of every change) and answers in time
+pods. The index is updated per changed pod (the pool hears of every change) and answers in time
 proportional to what it returns. Records are immutable, so an update is remove-old then add-new.
 
 The index knows only the records. What else makes a pod unusable (deleted by us but still shown by the
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TypeVar
 
-from elastic_agent.records import PodRecord, PodState
+from elastic_agent.pool.records import PodRecord, PodState
 
 _READY_STATES = (PodState.BOOTING, PodState.IDLE)
 Names = dict[str, None]  # an insertion-ordered set of pod names
@@ -26,7 +26,7 @@ Key = TypeVar("Key", int, str)
 class RecordIndex:
     def __init__(self) -> None:
         self.by_name: dict[str, PodRecord] = {}  # every record, in the cluster view's order
-        self._usable: Names = {}  # not deleting, not retiring, not failed
+        self._usable: Names = {}  # PodRecord.usable
         self._pending: Names = {}  # PodRecord.pending_registration
         self._running: dict[int, Names] = {}  # current job id -> pods
         self._created_for: dict[int, Names] = {}  # job id a one-job pod was created for -> pods
@@ -69,7 +69,7 @@ class RecordIndex:
 
     def _index(self, record: PodRecord) -> None:
         name = record.name
-        if not (record.deleting or record.failed or record.state == PodState.RETIRING):
+        if record.usable:
             self._usable[name] = None
         if record.pending_registration:
             self._pending[name] = None

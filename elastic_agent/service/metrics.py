@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from elastic_agent.records import PodState
+from elastic_agent.pool.records import PodState
 
 
 class PodStateCollector(Collector):

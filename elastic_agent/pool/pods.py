@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elastic_agent import PLUGIN_ID, labels
-from elastic_agent.job_spec import JobSpec
-from elastic_agent.messages import JobIdentifier
+from elastic_agent import PLUGIN_ID
+from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.pool import labels
+from elastic_agent.pool.job_spec import JobSpec
 from profiles.fingerprint import label_form
 from profiles.pod_template import instantiate
 
@@ -109,6 +110,7 @@ def build_pod(
     annotations = {
         labels.ANN_STATE: "booting",
         labels.ANN_STATE_SINCE: f"{now:.3f}",
+        labels.ANN_CREATED_AT: f"{now:.3f}",
         labels.ANN_JOBS_RUN: "0",
         labels.ANN_ENVIRONMENT: spec.environment or "",
         labels.ANN_REUSE: "true" if spec.reuse else "false",

@@ -1,0 +1,48 @@
+"""A bounded cache keyed by a digest of its key text.
+
+Request bodies and profile properties carry secrets in plain text (security tokens, resolved
+`{{SECRET:...}}` values, registration keys). Parsing them again for every request costs too much on the
+hot path, yet a cache keyed by the text would keep every secret it ever saw as a key, long after a
+rotation. Keyed by SHA-256, the cache holds only what the current requests need (its values), and
+forgets the oldest entries first. functools.lru_cache cannot do this: it keys by its arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+Value = TypeVar("Value")
+
+
+def digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class DigestCache(Generic[Value]):
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[bytes, Value] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str, make: Callable[[], Value]) -> Value:
+        """The value for `text`, made by `make()` on a miss; what `make` raises is not cached."""
+        key = digest(text)
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+                return value
+        value = make()
+        with self._lock:
+            self._entries[key] = value
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)

@@ -1,0 +1,157 @@
+"""Carries out the decisions' plans (intents.py): the one place where the pool changes its state, and
+the one place where it calls Kubernetes and GoCD.
+
+`commit` runs under the pool's lock, right after the decision, and makes the in-memory intents count.
+`carry_out` runs after the lock is let go and does the calls, in plan order, reporting back what was
+created and deleted. Retiring is ordered as GoCD needs it: the pod was marked retiring by the plan (from
+then on should-assign-work says no), then the agent is disabled, the pod deleted once GoCD says the
+agent is not building, and the agent deleted last.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from elastic_agent.gocd.narrator import Narrator
+from elastic_agent.gocd.server import GoCDError, GoCDServer
+from elastic_agent.kube.port import ClusterError
+from elastic_agent.pool.intents import (
+    Assign,
+    BankKey,
+    Create,
+    Mark,
+    Plan,
+    Release,
+    Reserve,
+    Retire,
+    Say,
+    Supersede,
+    Wait,
+)
+from elastic_agent.pool.pods import build_pod
+from elastic_agent.pool.state import PoolState
+from elastic_agent.pool.writer import StateWriter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Done:
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+class Applier:
+    def __init__(self, state: PoolState, writer: StateWriter, narrator: Narrator) -> None:
+        self.state = state
+        self.writer = writer  # replaced with the port when credentials change (ClusterPool.replace_port)
+        self._narrator = narrator
+
+    def commit(self, plan: Plan, now: float) -> None:
+        """The in-memory intents, with the pool's lock held by the caller."""
+        state = self.state
+        for intent in plan.intents:
+            if isinstance(intent, Mark):
+                state.commit_mark(intent.pod, intent.annotations, intent.labels)
+                self.writer.enqueue(intent.pod)
+            elif isinstance(intent, Assign):
+                state.commit_assignment(intent.pod, intent.job_id, intent.fingerprint, now)
+            elif isinstance(intent, Release):
+                state.commit_release(intent.pod)
+            elif isinstance(intent, Reserve):
+                state.commit_reservation(intent.token, intent.fingerprint)
+            elif isinstance(intent, Wait):
+                state.book.wait(intent.job, intent.spec, intent.key, now)
+            elif isinstance(intent, Create) and intent.job is not None and intent.key is not None:
+                state.book.key_used(intent.spec.fingerprint, intent.job.job_id, intent.key)
+            elif isinstance(intent, Supersede):
+                state.book.supersede(intent.fingerprint)
+            elif isinstance(intent, BankKey):
+                state.keys.offer(intent.key)
+
+    def carry_out(self, plan: Plan, gocd: GoCDServer | None) -> Done:
+        """The calls, in plan order. A `for_request` creation that fails raises (after its reservation is
+        dropped); background creations that fail are logged and end that fingerprint's creations."""
+        done = Done()
+        failed: set[str] = set()  # fingerprints whose background creation failed in this plan
+        background: list[str] = []  # what the background creations did, said once they are all done
+        for intent in plan.intents:
+            if isinstance(intent, Create):
+                if intent.spec.fingerprint in failed:
+                    self.state.drop_reservation(intent.token)
+                    continue
+                name = self._create(intent)
+                if name is None:
+                    failed.add(intent.spec.fingerprint)
+                else:
+                    done.created.append(name)
+                    if not intent.for_request:
+                        background.append(intent.said.format(pod=name))
+            elif isinstance(intent, Retire):
+                assert gocd is not None, "a retirement needs GoCD"
+                done.deleted += self._retire(intent, gocd)
+            elif isinstance(intent, Say):
+                job = intent.job.to_json() if intent.job is not None else None
+                self._narrator.decision(intent.text, gocd if job is not None else None, job)
+        for text in background:
+            self._narrator.decision(text)
+        return done
+
+    def _create(self, intent: Create) -> str | None:
+        state = self.state
+        try:
+            key = intent.key if intent.key is not None else state.keys.take()
+            if key is None:
+                return None  # the banked keys ran out meanwhile
+            settings = state.settings
+            manifest = build_pod(
+                intent.spec.template,
+                identity=state.identity,
+                namespace=settings.namespace,
+                job=intent.job,
+                spec=intent.spec,
+                auto_register_key=key,
+                go_server_url=settings.go_server_url,
+                now=state.clock.now(),
+            )
+            state.note_pod_name(intent.token, manifest["metadata"]["name"])
+            return state.port.create_pod(manifest).name
+        except ClusterError as error:
+            if intent.for_request:
+                raise
+            log.warning("could not create a pod outside create-agent: %s", error)
+            return None
+        finally:
+            state.drop_reservation(intent.token)
+
+    def _retire(self, retire: Retire, gocd: GoCDServer) -> list[str]:
+        state = self.state
+        names = state.claim_for_retiring_now([name for name, _ in retire.pods])
+        deleted: list[str] = []
+        try:
+            if not names:
+                return []
+            for name in names:
+                self.writer.flush(name)
+            gocd.disable_agents(names)
+            building: set[str] = set()
+            if not retire.agents_idle:
+                building = {a.agent_id for a in gocd.list_agents() if a.agent_id in names and a.building}
+            reasons = dict(retire.pods)
+            port = state.port
+            for name in names:
+                record = state.record(name)
+                if name in building and record is not None and not record.failed:
+                    continue  # never delete a pod whose agent builds; its job-completion or a ping goes on
+                port.delete_pod(name)
+                state.note_deleted(name)
+                deleted.append(name)
+                self._narrator.decision(f"retired pod {name}: {reasons[name]}")
+            # GoCD deletes only agents that are not building; the agent of a failed pod goes at a later ping.
+            gocd.delete_agents([name for name in deleted if name not in building])
+        except (GoCDError, ClusterError) as error:
+            log.warning("retiring %s must wait for the next ping: %s", ", ".join(names), error)
+        finally:
+            state.done_retiring(names)
+        return deleted

@@ -1,0 +1,140 @@
+"""What the pool remembers per reuse fingerprint, and for how long.
+
+Three things, none of them on the pods (a restart may lose them: GoCD re-sends create-agent to every
+waiting job every two minutes, which brings them back):
+- the jobs waiting for a pod of the fingerprint, each with the registration key of its latest
+  create-agent while no pod used it;
+- the recipe: the latest JobSpec asked for, from which the warm pool and the waiting jobs get pods
+  created outside create-agent;
+- whether the fingerprint is superseded: a job-completion showed that its profile was edited, so its
+  idle pods retire at the next ping instead of at their idle timeout.
+
+Nothing here may grow without bound on a backend that runs for months while admins edit profiles and
+pipelines come and go: a waiting job not re-sent for `WAITING_TTL_S` was assigned elsewhere or cancelled;
+a recipe not asked for during `FORGET_AFTER_S`, with no waiting job and no pod left, is forgotten; a
+superseded mark goes with the last pod of its fingerprint, and at once when the fingerprint is asked
+for again (an admin reverted the edit: the old pods are exactly right again).
+
+Not thread-safe on its own: the pool's lock guards it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.pool.job_spec import JobSpec
+
+# GoCD re-sends create-agent to a waiting job every 2 minutes; a job not heard of for longer than this
+# was assigned elsewhere or cancelled.
+WAITING_TTL_S = 300.0
+# A recipe of a fingerprint with no waiting job and no pod is kept this long after it was last asked for.
+FORGET_AFTER_S = 3600.0
+
+
+@dataclass
+class WaitingJob:
+    job: JobIdentifier
+    last_seen: float
+    key: str | None = None  # the registration key of its latest create-agent, while no pod used it
+
+
+@dataclass
+class Recipe:
+    spec: JobSpec
+    last_asked: float
+
+
+class FingerprintBook:
+    def __init__(self) -> None:
+        # Insertion-ordered: the warm pool and the waiting jobs are served in the order fingerprints
+        # first came, so that the simulator's results are the same for a seed.
+        self._waiting: dict[str, dict[int, WaitingJob]] = {}
+        self._recipes: dict[str, Recipe] = {}
+        self._superseded: dict[str, None] = {}
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def waiting_count(self, fingerprint: str) -> int:
+        return len(self._waiting.get(fingerprint, ()))
+
+    def is_waiting(self, fingerprint: str, job_id: int) -> bool:
+        return job_id in self._waiting.get(fingerprint, ())
+
+    def waiting(self, fingerprint: str) -> list[WaitingJob]:
+        return list(self._waiting.get(fingerprint, {}).values())
+
+    def waiting_fingerprints(self) -> list[str]:
+        return [fp for fp, jobs in self._waiting.items() if jobs]
+
+    def waiting_counts(self) -> dict[str, int]:
+        return {fp: len(jobs) for fp, jobs in self._waiting.items() if jobs}
+
+    def recipe(self, fingerprint: str) -> JobSpec | None:
+        recipe = self._recipes.get(fingerprint)
+        return recipe.spec if recipe is not None else None
+
+    def recipes(self) -> Iterator[tuple[str, JobSpec]]:
+        return ((fp, recipe.spec) for fp, recipe in self._recipes.items())
+
+    def is_superseded(self, fingerprint: str | None) -> bool:
+        return fingerprint in self._superseded
+
+    def sizes(self) -> dict[str, int]:
+        """How much is kept (tests and status pages: it must stay bounded)."""
+        return {
+            "waiting_fingerprints": len(self._waiting),
+            "waiting_jobs": sum(len(jobs) for jobs in self._waiting.values()),
+            "recipes": len(self._recipes),
+            "superseded": len(self._superseded),
+        }
+
+    # -- changing (the Applier's commits) ------------------------------------------------------------
+
+    def wait(self, job: JobIdentifier, spec: JobSpec, key: str, now: float) -> None:
+        """The job waits for a pod of its fingerprint; a re-send refreshes its key (idempotent)."""
+        fingerprint = spec.fingerprint
+        self._recipes[fingerprint] = Recipe(spec, now)
+        self._superseded.pop(fingerprint, None)  # asked for again: the profile is current (again)
+        jobs = self._waiting.setdefault(fingerprint, {})
+        entry = jobs.get(job.job_id)
+        if entry is None:
+            jobs[job.job_id] = WaitingJob(job, now, key)
+        else:
+            entry.last_seen, entry.key = now, key
+
+    def served(self, fingerprint: str, job_id: int) -> None:
+        jobs = self._waiting.get(fingerprint)
+        if jobs is not None:
+            jobs.pop(job_id, None)
+
+    def key_used(self, fingerprint: str, job_id: int, key: str) -> None:
+        """A pod was created with the job's key: keys register one agent."""
+        entry = self._waiting.get(fingerprint, {}).get(job_id)
+        if entry is not None and entry.key == key:
+            entry.key = None
+
+    def supersede(self, fingerprint: str) -> None:
+        self._superseded[fingerprint] = None
+
+    # -- forgetting ----------------------------------------------------------------------------------
+
+    def expire_waiting(self, now: float) -> None:
+        for fingerprint in list(self._waiting):
+            jobs = self._waiting[fingerprint]
+            for job_id in [j for j, entry in jobs.items() if now - entry.last_seen > WAITING_TTL_S]:
+                del jobs[job_id]
+            if not jobs:
+                del self._waiting[fingerprint]
+
+    def forget_unused(self, now: float, with_pods: Collection[str]) -> None:
+        """Drop what no waiting job, no pod (`with_pods`: the fingerprints pods have) and no recent
+        request needs any more."""
+        self.expire_waiting(now)
+        for fingerprint in [fp for fp in self._superseded if fp not in with_pods]:
+            del self._superseded[fingerprint]
+        for fingerprint, recipe in list(self._recipes.items()):
+            unused = fingerprint not in self._waiting and fingerprint not in with_pods
+            if unused and now - recipe.last_asked > FORGET_AFTER_S:
+                del self._recipes[fingerprint]

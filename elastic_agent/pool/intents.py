@@ -1,0 +1,119 @@
+"""What a decision wants done, as data.
+
+The decisions (`decisions.py`, `reaping.py`, `warm.py`) read the pool's state and return a `Plan`: a
+list of intents and, where a request needs one, a sentence. They never change anything themselves. The
+`Applier` carries a plan out in two steps: `commit` makes the in-memory intents take effect under the
+pool's lock, in the same critical section as the decision (so that no other request can decide on the
+state in between), and `carry_out` does the slow part (Kubernetes and GoCD calls) after the lock is let
+go. That split is what lets one decision code run unchanged in production, in tests and in the
+simulator, and what makes a decision testable by looking at the plan.
+
+In memory, under the lock:
+- `Mark`: write these annotations and labels on a pod (they count at once; the writer persists them).
+- `Reserve`: a pod is about to be created for a fingerprint; it counts as supply until it exists.
+- `Wait`: a job waits for a pod of its fingerprint (GoCD re-sends create-agent until it is assigned).
+- `Assign`: a pod said `true` to a job; the job is no longer waiting.
+- `Release`: the pod's job is over (job-completion, or GoCD says the agent is idle).
+- `Supersede`: the profile behind a fingerprint was edited: its pods are stale.
+- `BankKey`: a registration key no pod needed, kept for the warm pool.
+
+Carried out after the lock, in plan order:
+- `Create`: create a pod (its reservation was taken with the decision).
+- `Retire`: the ordered retirement of pods already marked retiring.
+- `Say`: explain the decision in the log and, when there is a job, in its console.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.pool.job_spec import JobSpec
+
+Changes = Mapping[str, str | None]  # annotation or label -> value, None removes it
+
+
+@dataclass(frozen=True)
+class Mark:
+    pod: str
+    annotations: Changes
+    labels: Changes = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reserve:
+    token: object  # a job id, ("waiting", job id) or ("warm", n)
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    job: JobIdentifier
+    spec: JobSpec
+    key: str
+
+
+@dataclass(frozen=True)
+class Assign:
+    pod: str
+    job_id: int
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Release:
+    pod: str
+
+
+@dataclass(frozen=True)
+class Supersede:
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class BankKey:
+    key: str
+
+
+@dataclass(frozen=True)
+class Create:
+    """`key` None: take the newest banked key when creating (the warm pool)."""
+
+    token: object
+    job: JobIdentifier | None
+    spec: JobSpec
+    key: str | None
+    said: str  # what was done, with `{pod}` for the new pod's name
+    # The request's own pod (create-agent): a failure fails the request, which explains itself. Other
+    # pods are created in the background: a failure is logged and ends that plan's creations for the
+    # fingerprint.
+    for_request: bool = False
+
+
+@dataclass(frozen=True)
+class Retire:
+    pods: tuple[tuple[str, str], ...]  # (pod, reason)
+    # The caller knows the agents are not building (job-completion); otherwise GoCD is asked.
+    agents_idle: bool = False
+
+
+@dataclass(frozen=True)
+class Say:
+    text: str
+    job: JobIdentifier | None = None
+
+
+Intent = Mark | Reserve | Wait | Assign | Release | Supersede | BankKey | Create | Retire | Say
+
+
+@dataclass(frozen=True)
+class Plan:
+    intents: tuple[Intent, ...] = ()
+    message: str = ""  # for the job's console or the log, when the request needs words
+
+    def __add__(self, other: Plan) -> Plan:
+        return Plan(self.intents + other.intents, self.message or other.message)
+
+
+NOTHING = Plan()

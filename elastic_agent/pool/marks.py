@@ -1,0 +1,76 @@
+"""The annotation and label changes that move a pod from one state to another (records.PodState).
+
+Each returns a `Mark`; the Applier makes it count at once and the writer puts it on the pod. Autoscaler
+annotations follow the state: a busy pod must not be evicted, an idle one may be.
+"""
+
+from __future__ import annotations
+
+from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.pool import labels
+from elastic_agent.pool.intents import Changes, Mark
+from elastic_agent.pool.job_spec import JobSpec
+from elastic_agent.pool.pods import job_annotation, job_labels, reuse_annotations
+from elastic_agent.pool.records import PodRecord, PodState
+
+NO_JOB_LABELS: dict[str, str | None] = {labels.LABEL_JOB_ID: None, labels.LABEL_JOB_NAME: None}
+
+
+def idle(now: float) -> dict[str, str | None]:
+    return {
+        labels.ANN_STATE: PodState.IDLE.value,
+        labels.ANN_STATE_SINCE: f"{now:.3f}",
+        labels.ANN_CURRENT_JOB: None,
+        labels.ANN_SAFE_TO_EVICT: "true",
+        labels.ANN_DO_NOT_DISRUPT: None,
+    }
+
+
+def registered(record: PodRecord, now: float) -> Mark:
+    """The agent polled or was listed by GoCD: it registered. A booting pod nobody waits for is idle."""
+    changes: dict[str, str | None] = {labels.ANN_REGISTERED: "true"}
+    if record.state == PodState.BOOTING:
+        changes |= idle(now)
+    return Mark(record.name, changes)
+
+
+def busy(pod: str, job: JobIdentifier, now: float) -> Mark:
+    return Mark(
+        pod,
+        {
+            labels.ANN_STATE: PodState.BUSY.value,
+            labels.ANN_STATE_SINCE: f"{now:.3f}",
+            labels.ANN_CURRENT_JOB: job_annotation(job),
+            labels.ANN_SAFE_TO_EVICT: "false",
+            labels.ANN_DO_NOT_DISRUPT: "true",
+        },
+        job_labels(job),
+    )
+
+
+def busy_with_unknown_job(pod: str, now: float) -> Mark:
+    """GoCD lists the agent as building a job this backend did not give it (a restart lost the `true`)."""
+    return Mark(pod, {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}"})
+
+
+def job_done(job: JobIdentifier, jobs_run: int) -> Changes:
+    return {
+        labels.ANN_JOBS_RUN: str(jobs_run),
+        labels.ANN_LAST_JOB: job_annotation(job),
+        labels.ANN_CURRENT_JOB: None,
+    }
+
+
+def idle_after_job(pod: str, job: JobIdentifier, jobs_run: int, spec: JobSpec, now: float) -> Mark:
+    """Idle again, with the reuse knobs of the profile as the job-completion brought them."""
+    return Mark(pod, {**job_done(job, jobs_run), **idle(now), **reuse_annotations(spec)}, NO_JOB_LABELS)
+
+
+def idle_after_lost_completion(record: PodRecord, now: float) -> Mark:
+    # The lost job-completion's job still ran here: count it, or MaxJobsPerPod would be exceeded.
+    ran = {labels.ANN_JOBS_RUN: str(record.jobs_run + 1)}
+    return Mark(record.name, {**idle(now), **ran}, NO_JOB_LABELS)
+
+
+def retiring(pod: str, reason: str) -> Mark:
+    return Mark(pod, {labels.ANN_STATE: PodState.RETIRING.value, labels.ANN_RETIRE_REASON: reason[:200]})

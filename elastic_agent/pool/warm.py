@@ -1,0 +1,52 @@
+"""Pods created outside create-agent: for jobs still waiting after a ping (an idle pod they counted on
+was retired, evicted or failed), and the warm pool ahead of demand (MinIdlePods).
+
+Both need a registration key: a waiting job's create-agent brought one that no pod used yet, and the
+warm pool uses keys that create-agent calls brought when an existing pod served their job (keys.py).
+Each decision plans every creation it wants at once, within the room the caps leave.
+"""
+
+from __future__ import annotations
+
+from elastic_agent.pool.intents import Create, Intent, Plan, Reserve
+from elastic_agent.pool.state import PoolState
+
+
+def for_waiting_jobs(state: PoolState) -> Plan:
+    """Pods while a fingerprint's waiting jobs outnumber its booting and idle pods, with those jobs'
+    unused keys (newest first: it lives longest), so that no job waits for GoCD's two-minute re-send
+    because a pod it counted on went away."""
+    view = state.indexed()
+    room = state.room(view)
+    intents: list[Intent] = []
+    for fingerprint in state.book.waiting_fingerprints():
+        spec = state.book.recipe(fingerprint)
+        if spec is None or room <= 0:
+            continue
+        waiting, supply = state.demand(fingerprint, view)
+        with_keys = [entry for entry in state.book.waiting(fingerprint) if entry.key is not None]
+        with_keys.sort(key=lambda entry: entry.last_seen, reverse=True)  # stable: ties keep their order
+        for entry in with_keys[: max(0, min(waiting - supply, room))]:
+            token = ("waiting", entry.job.job_id)
+            said = "created pod {pod}: jobs of its profile were still waiting"
+            intents += [Reserve(token, fingerprint), Create(token, entry.job, spec, entry.key, said)]
+            room -= 1
+    return Plan(tuple(intents))
+
+
+def warm_pool(state: PoolState) -> Plan:
+    """Pods ahead of demand, with banked keys, until each fingerprint with MinIdlePods has that many
+    idle or booting pods beyond its waiting jobs. A superseded fingerprint gets none: its pods retire."""
+    view = state.indexed()
+    room, keys = state.room(view), len(state.keys)
+    intents: list[Intent] = []
+    for fingerprint, spec in state.book.recipes():
+        if not spec.min_idle_pods or state.book.is_superseded(fingerprint):
+            continue
+        waiting, ready = state.demand(fingerprint, view)
+        for _ in range(max(0, min(spec.min_idle_pods - (ready - waiting), room, keys))):
+            token = object()  # unique: concurrent plans never share a reservation
+            said = "created pod {pod} ahead of demand: MinIdlePods of its profile"
+            intents += [Reserve(token, fingerprint), Create(token, None, spec, None, said)]
+            room, keys = room - 1, keys - 1
+    return Plan(tuple(intents))

@@ -1,0 +1,230 @@
+"""The HTTP service: the bridge contract's plugin requests, and a Flask application for the rest.
+
+`POST /gocd/plugin/<request-name>` is served by one small WSGI function (`plugin_requests_first`) in
+front of Flask, and only there. Why not a Flask route: GoCD asks should-assign-work for every idle
+agent and every waiting job, so that request is the backend's hot path. Measured in process with 5,000
+pods (WSGI call to answer), a Flask route took about 300 us, of which the executor 30 to 60 us and the
+rest Flask's per-request machinery (request context, URL map, Request and Response objects, signals);
+the function takes about 50 us. Over HTTP, waitress adds about 300 us of CPU per request either way.
+Flask (the application factory, `create_app`) serves `/healthz`, `/metrics` and everything else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable, Iterable
+from time import perf_counter
+from typing import TYPE_CHECKING, NamedTuple
+
+from flask import Flask, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.wsgi import get_input_stream
+
+from elastic_agent.backend import Backend
+from elastic_agent.gocd.body import BadRequest
+from elastic_agent.gocd.server import GoCDError
+from elastic_agent.kube.port import ClusterError
+from elastic_agent.pool.remote_file import RemoteFileError
+from elastic_agent.service.metrics import Metrics
+from executors.base import Incident, RequestContext, new_incident
+from executors.base import Response as PluginResponse
+from executors.dispatch import PREFIX, executor_for
+from profiles.errors import ProfileError
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from prometheus_client import Counter, Histogram
+
+log = logging.getLogger(__name__)
+
+PLUGIN_PATH = "/gocd/plugin/"
+TEXT = "text/plain"
+JSON = "application/json"
+CONTENT_TYPES = {TEXT: "text/plain; charset=utf-8", JSON: JSON}
+# GoCD's largest bodies are migrate-config and the status reports' profile lists: kilobytes, a few
+# hundred for many profiles with pod templates. Anything past this is refused before it is read.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def create_app(
+    backend: Backend, token: str, metrics: Metrics | None = None, max_body_bytes: int = MAX_BODY_BYTES
+) -> Flask:
+    if not token:
+        raise ValueError("a token is required")
+    metrics = metrics or Metrics()
+    metrics.watch_pods(lambda: pod_counts(backend))
+    app = Flask("elastic_agent")
+    plugin = PluginRequests(backend, token, metrics)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/metrics")
+    def metrics_page() -> Response:
+        return Response(generate_latest(metrics.registry), mimetype=CONTENT_TYPE_LATEST)
+
+    # The documented Flask way to put WSGI middleware in front of the application.
+    app.wsgi_app = plugin_requests_first(app.wsgi_app, plugin, max_body_bytes)  # type: ignore[method-assign,assignment]
+    return app
+
+
+class PluginAnswer(NamedTuple):
+    status: int
+    body: str
+    mimetype: str
+
+
+class PluginRequests:
+    """`POST /gocd/plugin/<name>`, the bridge contract: token check, executor, answer, metrics."""
+
+    def __init__(self, backend: Backend, token: str, metrics: Metrics) -> None:
+        self._backend = backend
+        self._expected = f"Bearer {token}".encode()
+        self._metrics = metrics
+        # Labelled metric children, looked up once: `labels()` costs a lock and a tuple build per call.
+        # Both maps are bounded: known request names (plus "unknown") times the status codes they answer.
+        self._latency: dict[str, Histogram] = {}
+        self._answered: dict[tuple[str, int], Counter] = {}
+
+    def authorized(self, authorization: str) -> bool:
+        if hmac.compare_digest(authorization.encode(), self._expected):
+            return True
+        self._metrics.unauthorized.inc()
+        return False
+
+    def answer(self, name: str, callback_url: str | None, read_body: Callable[[], str]) -> PluginAnswer:
+        """The answer to an authorized request."""
+        executor = executor_for(name)
+        if executor is None:
+            answer = PluginResponse(404, f"'{name}' is not a request this plugin knows.")
+            metric_name = "unknown"
+        else:
+            context = RequestContext(self._backend, callback_url)
+            latency = self._latency.get(name)
+            if latency is None:
+                latency = self._latency.setdefault(name, self._metrics.latency.labels(name))
+            started = perf_counter()
+            try:
+                answer = answer_safely(name, lambda: executor(read_body(), context))
+            finally:  # as Histogram.time() does
+                latency.observe(max(perf_counter() - started, 0))
+            metric_name = name
+        return self.counted(metric_name, answer)
+
+    def counted(self, metric_name: str, answer: PluginResponse) -> PluginAnswer:
+        key = (metric_name, answer.status)
+        answered = self._answered.get(key)
+        if answered is None:
+            child = self._metrics.requests.labels(metric_name, str(answer.status))
+            answered = self._answered.setdefault(key, child)
+        answered.inc()
+        return PluginAnswer(answer.status, answer.body, JSON if answer.body[:1] in ("{", "[") else TEXT)
+
+
+def plugin_requests_first(
+    flask_app: WSGIApplication, plugin: PluginRequests, max_body_bytes: int
+) -> WSGIApplication:
+    """Serves `POST /gocd/plugin/...` (see the module's docstring); everything else goes to Flask."""
+
+    def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if not path.startswith(PLUGIN_PATH):
+            return flask_app(environ, start_response)
+        name = path[len(PLUGIN_PATH) :]
+        if environ.get("REQUEST_METHOD") != "POST":
+            answer = PluginAnswer(405, "plugin requests are sent with POST (the bridge contract)\n", TEXT)
+        elif not plugin.authorized(environ.get("HTTP_AUTHORIZATION", "")):
+            answer = PluginAnswer(401, "missing or wrong token\n", TEXT)
+        elif _declared_length(environ) > max_body_bytes:
+            answer = _too_large(plugin, name, max_body_bytes)
+        else:
+            answer = plugin.answer(
+                name, environ.get("HTTP_X_GOCD_CALLBACK_URL"), lambda: _read(environ, max_body_bytes)
+            )
+        body = answer.body.encode()
+        headers = [("Content-Type", CONTENT_TYPES[answer.mimetype]), ("Content-Length", str(len(body)))]
+        start_response(status_line(answer.status), headers)
+        return [body]
+
+    return wsgi
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def _declared_length(environ: WSGIEnvironment) -> int:
+    text = environ.get("CONTENT_LENGTH") or "0"
+    return int(text) if text.isdigit() else 0
+
+
+def _read(environ: WSGIEnvironment, limit: int) -> str:
+    """The body as werkzeug reads it; a body without a length that runs past `limit` is refused."""
+    data = get_input_stream(environ, max_content_length=None).read(limit + 1)
+    if len(data) > limit:
+        raise BodyTooLarge
+    return data.decode(errors="replace")
+
+
+def _too_large(plugin: PluginRequests, name: str, limit: int) -> PluginAnswer:
+    short = name.removeprefix(PREFIX)
+    log.warning("refused %s: its body is larger than %d bytes", short, limit)
+    text = f"{short}: the request body is larger than {limit} bytes, more than any GoCD request needs."
+    return plugin.counted(name if executor_for(name) else "unknown", PluginResponse(413, text))
+
+
+def status_line(status: int) -> str:
+    """The status line werkzeug writes for a numeric status."""
+    reason = HTTP_STATUS_CODES.get(status)
+    return f"{status} {reason.upper()}" if reason else f"{status} UNKNOWN"
+
+
+def answer_safely(name: str, run: Callable[[], PluginResponse]) -> PluginResponse:
+    """Ordinary bad input and unreachable systems become answers with a sentence and one log line;
+    nothing escapes, and only a bug (an unexpected exception) logs a traceback."""
+    short = name.removeprefix(PREFIX)
+    try:
+        return run()
+    except BadRequest as error:
+        return _refused(400, str(error))
+    except BodyTooLarge:
+        return _refused(413, f"{short}: the request body is too large for a GoCD request.")
+    except ProfileError as error:
+        # Logged by field only: a message may quote what was typed there, a secret included.
+        log.warning("refused %s (422): the profile's %s is not valid", short, error.key or "settings")
+        return PluginResponse(422, f"{short}: the profile is not valid: {error}")
+    except RemoteFileError as error:
+        return _refused(422, f"{short}: the remote pod template could not be used: {error}")
+    except ClusterError as error:
+        log.warning("%s: Kubernetes: %s", short, error)
+        return PluginResponse(503, f"{short}: the Kubernetes cluster could not do it: {error}")
+    except GoCDError as error:
+        log.warning("%s: %s", short, error)
+        return PluginResponse(502, f"{short}: {error}")
+    except Incident as incident:
+        return _unexpected(short, incident.incident)
+    except Exception:
+        return _unexpected(short, new_incident(short))
+
+
+def _refused(status: int, text: str) -> PluginResponse:
+    """`text` names the request already, and never quotes a value that may be a secret."""
+    log.warning("refused (%d): %s", status, text)
+    return PluginResponse(status, text)
+
+
+def _unexpected(short: str, incident: str) -> PluginResponse:
+    return PluginResponse(
+        500, f"{short} failed unexpectedly; the backend log has details (incident {incident})."
+    )
+
+
+def pod_counts(backend: Backend) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for pool in backend.pools():
+        for record in pool.records():
+            counts[record.state.value] = counts.get(record.state.value, 0) + 1
+    return counts

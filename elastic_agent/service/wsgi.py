@@ -1,0 +1,175 @@
+"""Builds a running backend from its configuration, the real parts wired once, and serves it with
+waitress: started in a background thread, stopped gracefully (what SIGTERM does; cli.py).
+
+Stopping, in order, within a deadline: stop accepting connections; let the requests in flight be
+answered and their answers written; close the connections; then the backend writes every queued pod
+state change and console line and stops watching (Backend.stop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask
+from waitress.adjustments import Adjustments
+from waitress.server import create_server
+
+from elastic_agent.backend import Backend, ClusterFactory
+from elastic_agent.clock import Clock, SystemClock
+from elastic_agent.gocd.server import GoCDServers
+from elastic_agent.kube.adapter import KubeCluster
+from elastic_agent.kube.connect import connect
+from elastic_agent.kube.port import ClusterPort
+from elastic_agent.pool.pods import PodIdentity
+from elastic_agent.pool.remote_file import RemoteFileFetcher
+from elastic_agent.service.app import MAX_BODY_BYTES, create_app
+from elastic_agent.service.metrics import Metrics
+from profiles.cluster import ClusterProfile
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
+
+log = logging.getLogger(__name__)
+
+# What SIGTERM may take in all, and the part of it the requests in flight get; the rest is for writing
+# state to the pods. Kubernetes' default grace period is 30 s; GoCD's bridge waits 10 s.
+STOP_WITHIN_S = 9.0
+ANSWERS_WITHIN_S = 4.0
+
+
+def kubernetes_cluster(profile: ClusterProfile, identity: PodIdentity, clock: Clock) -> ClusterPort:
+    """The official client, connected from the profile's URL, token and CA (else in-cluster, else
+    kubeconfig), watching only this backend's pods."""
+    api_client = connect(
+        url=profile.kubernetes_cluster_url,
+        token=profile.security_token,
+        ca_cert=profile.kubernetes_cluster_ca_cert,
+    )
+    return KubeCluster(
+        api_client,
+        namespace=profile.namespace,
+        selector=identity.selector(),
+        clock=clock,
+        request_timeout=profile.cluster_request_timeout,
+    )
+
+
+def build_backend(
+    token: str,
+    callback_url: str | None,
+    clock: Clock | None = None,
+    cluster_factory: ClusterFactory = kubernetes_cluster,
+) -> Backend:
+    clock = clock or SystemClock()
+    return Backend(
+        clock=clock,
+        gocd_servers=GoCDServers(token, callback_url),
+        cluster_factory=cluster_factory,
+        remote_files=RemoteFileFetcher(clock),
+    )
+
+
+# Bytes of a response waitress buffers before a worker thread writes them to the socket itself; a
+# smaller response is written by waitress's I/O thread once the request is done, in one send() with its
+# headers. Waitress's default since 1.3 is 1: every worker writes its status line and headers, then its
+# body, as soon as each is produced. With several connections busy at once that costs this GIL-bound
+# process dearly: each send() lets the GIL go, and the I/O thread and the other workers, woken on the
+# other core, take it in turn, again and again per request. Measured with 5,000 pods on two cores,
+# should-assign-work over 4 concurrent connections: about 1,400 req/s and 800 us of backend CPU per
+# request with the default, about 3,000 req/s and 330 us with 18,000 (waitress's default before 1.3);
+# one client alone answers as fast either way. Larger answers (status pages) still stream out in
+# 18,000-byte steps from the worker.
+SEND_BYTES = 18_000
+
+
+def waitress_options() -> dict[str, Any]:
+    """`send_bytes` has been deprecated, though honoured, since waitress 1.3 ("pending removal"): should a
+    release drop it, the backend still starts, only slower under concurrent requests (and
+    tests/test_service_tuning.py says so)."""
+    return {"send_bytes": SEND_BYTES} if hasattr(Adjustments, "send_bytes") else {}
+
+
+class WsgiServer:
+    """A waitress server with this service's settings, bound at once, run by `start()` in a thread.
+
+    waitress has no stop(): its loop ends when its socket map is empty, and the map must be emptied on
+    the loop's own thread (closing from another thread races its select()). So the server is given a
+    map of our own, and `stop` closes what is in it through waitress's trigger."""
+
+    def __init__(self, app: WSGIApplication, host: str, port: int, threads: int) -> None:
+        self._map: dict[int, Any] = {}
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "send_bytes will be removed", DeprecationWarning)
+            server: Any = create_server(
+                app,
+                map=self._map,
+                host=host,
+                port=port,
+                threads=threads,
+                ident="gocd-elastic-agent",
+                # Above the app's own limit, which answers with a sentence: waitress refuses only what
+                # is absurd, before buffering it.
+                max_request_body_size=8 * MAX_BODY_BYTES,
+                **waitress_options(),
+            )
+        self.server = server
+        self.port: int = server.socket.getsockname()[1]
+        self._thread = threading.Thread(target=self.server.run, name="waitress", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, answers_by: float) -> None:
+        """Stop accepting, answer what is in flight until `answers_by` (time.monotonic()), close."""
+        server = self.server
+        if self._thread.is_alive():
+            with contextlib.suppress(OSError):  # the loop closed its trigger already: it is ending
+                server.trigger.pull_trigger(server.close)
+            while time.monotonic() < answers_by and self._answering():
+                time.sleep(0.01)
+            with contextlib.suppress(OSError):
+                server.trigger.pull_trigger(lambda: [channel.close() for channel in list(self._map.values())])
+            self._thread.join(timeout=5)
+        server.task_dispatcher.shutdown(timeout=1)
+
+    def _answering(self) -> bool:
+        """Requests queued or being served, or answers not yet sent (waitress's dispatcher and channel
+        attributes: it offers no public way to ask)."""
+        dispatcher = self.server.task_dispatcher
+        if dispatcher.queue or dispatcher.active_count:
+            return True
+        return any(
+            getattr(channel, "requests", None) or getattr(channel, "total_outbufs_len", 0)
+            for channel in list(self._map.values())
+        )
+
+
+@dataclass
+class RunningService:
+    """A backend served by waitress in a background thread (the CLI, tests, the demo)."""
+
+    app: Flask
+    backend: Backend
+    url: str
+    server: WsgiServer
+
+    def stop(self, within_s: float = STOP_WITHIN_S) -> None:
+        # Real time on purpose: how long the process may take to exit, not the plugin's (scaled) time.
+        started = time.monotonic()
+        self.server.stop(answers_by=started + min(ANSWERS_WITHIN_S, within_s / 2))
+        self.backend.stop(deadline=started + within_s)
+
+
+def serve_in_background(
+    backend: Backend, token: str, host: str = "127.0.0.1", port: int = 0, threads: int = 16
+) -> RunningService:
+    app = create_app(backend, token, Metrics())
+    server = WsgiServer(app, host, port, threads)
+    server.start()
+    return RunningService(app, backend, f"http://{host}:{server.port}", server)
