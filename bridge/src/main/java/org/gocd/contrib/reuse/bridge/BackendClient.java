@@ -65,10 +65,11 @@ final class BackendClient {
         Duration timeout = settings.timeoutFor(requestName);
         boolean loadTime = BridgeSettings.isLoadTimeRequest(requestName);
         Duration patience = loadTime ? settings.startupWait : timeout;
-        long deadline = System.nanoTime() + patience.toNanos();
+        long start = System.nanoTime();
+        long deadline = start + patience.toNanos();
         try {
             if (!backend.awaitReady(patience)) {
-                return unreachable(requestName, "it is not ready after " + patience.toMillis() + " ms");
+                return notReady(requestName, start);
             }
             Duration pause = Duration.ofMillis(100);
             while (true) {
@@ -85,7 +86,9 @@ final class BackendClient {
                     }
                     Thread.sleep(pause.toMillis());
                     pause = min(pause.multipliedBy(2), MAX_RETRY_PAUSE);
-                    backend.awaitReady(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+                    if (!backend.awaitReady(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
+                        return notReady(requestName, start);
+                    }
                 }
             }
         } catch (InterruptedException e) {
@@ -114,6 +117,12 @@ final class BackendClient {
                     + "; the bridge and the backend must share the same token.");
         }
         return new Answer(response.statusCode(), response.body());
+    }
+
+    /** Says how long it really waited: a backend that failed to start ends the wait early. */
+    private Answer notReady(String requestName, long since) {
+        return unreachable(requestName, "it is not ready after "
+                + Duration.ofNanos(System.nanoTime() - since).toMillis() + " ms");
     }
 
     private Answer unreachable(String requestName, String why) {

@@ -5,6 +5,7 @@ import com.thoughtworks.go.plugin.api.logging.Logger;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.RandomAccessFile;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -12,8 +13,13 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -28,6 +34,9 @@ import java.util.concurrent.TimeUnit;
  * backend ready, restarts the child with exponential backoff when it dies, and destroys it (and its
  * descendants) when the JVM shuts down or the plugin is unloaded.
  *
+ * <p>A child that exits before it is healthy (a missing module, a bad option) ends every wait for it at
+ * once, with its exit code and last output as the reason: waiting out the startup wait could not help.
+ *
  * <p>All its threads are daemon threads. The child's output goes to a file or is drained line by line
  * into the plugin log, so the child can never block on a full pipe.
  */
@@ -37,6 +46,9 @@ final class BackendProcess implements Backend {
     private static final Duration FIRST_BACKOFF = Duration.ofSeconds(1);
     /** A child that stayed up this long counts as healthy again: the next failure starts backoff anew. */
     private static final Duration STABLE_RUN = Duration.ofMinutes(1);
+    /** How much of the child's last output a failed start reports. */
+    private static final int TAIL_LINES = 15;
+    private static final int TAIL_BYTES = 4096;
 
     private final BridgeSettings settings;
     private final String callbackUrl;
@@ -47,6 +59,8 @@ final class BackendProcess implements Backend {
     private volatile URI url;
     private volatile boolean ready;
     private volatile boolean stopping;
+    /** The last attempt ended before the child was healthy, and no new child runs yet. Guarded by lock. */
+    private boolean startFailed;
     /** Why the last start failed or the child last exited, for the answer GoCD shows; null when fine. */
     private volatile String lastProblem;
     private Process process;
@@ -86,7 +100,7 @@ final class BackendProcess implements Backend {
     public boolean awaitReady(Duration limit) throws InterruptedException {
         long deadline = System.nanoTime() + limit.toNanos();
         synchronized (lock) {
-            while (!ready && !stopping) {
+            while (!ready && !stopping && !startFailed) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return false;
@@ -104,7 +118,7 @@ final class BackendProcess implements Backend {
                 + (settings.backendLog == null ? "" : " and " + settings.backendLog)
                 + " for why it does not start, and that the command works in "
                 + (settings.backendWorkDir == null ? "the server's working directory" : settings.backendWorkDir)
-                + "." + (lastProblem == null ? "" : " Last problem: " + lastProblem + ".");
+                + "." + (lastProblem == null ? "" : " Last problem: " + lastProblem);
     }
 
     /** Stops supervising and ends the child and its descendants. Safe to call more than once. */
@@ -137,7 +151,8 @@ final class BackendProcess implements Backend {
                 Thread.currentThread().interrupt();
                 return;
             } catch (IOException | RuntimeException e) {
-                lastProblem = "could not start it: " + e.getClass().getSimpleName() + ": " + e.getMessage();
+                lastProblem = "could not start it: " + e.getClass().getSimpleName() + ": " + e.getMessage() + ".";
+                failedToStart();
                 LOG.error("Could not start the backend with '" + String.join(" ", settings.backendCommand)
                         + "': " + e.getClass().getSimpleName() + ": " + e.getMessage());
             }
@@ -174,8 +189,10 @@ final class BackendProcess implements Backend {
         env.put(BridgeSettings.TOKEN_ENV, token);
         env.put("GOCD_ELASTIC_AGENT_CALLBACK_URL", callbackUrl);
         env.remove(BridgeSettings.environmentName(BridgeSettings.TOKEN_FILE));
+        long logStart = 0;
         if (settings.backendLog != null) {
             builder.redirectOutput(ProcessBuilder.Redirect.appendTo(settings.backendLog.toFile()));
+            logStart = Files.exists(settings.backendLog) ? Files.size(settings.backendLog) : 0;
         }
 
         Process child;
@@ -185,19 +202,33 @@ final class BackendProcess implements Backend {
             }
             child = builder.start();
             process = child;
+            startFailed = false;
             url = URI.create("http://127.0.0.1:" + port);
         }
         LOG.info("Started the backend (pid " + child.pid() + ") on 127.0.0.1:" + port + ".");
+        Deque<String> tail = new ArrayDeque<>();
+        Thread drain = null;
         if (settings.backendLog == null) {
-            drainOutput(child);
+            drain = drainOutput(child, tail);
         } else {
             child.getInputStream().close();
         }
         try {
-            waitUntilHealthy(child);
+            boolean healthy = waitUntilHealthy(child);
             int exit = child.waitFor();
-            lastProblem = "it exited with code " + exit;
-            LOG.warn("The backend (pid " + child.pid() + ") exited with code " + exit + ".");
+            if (healthy) {
+                lastProblem = "it exited with code " + exit + ".";
+                LOG.warn("The backend (pid " + child.pid() + ") exited with code " + exit + ".");
+            } else if (!stopping) {
+                if (drain != null) {
+                    drain.join(1_000);
+                }
+                String output = drain == null ? logTail(settings.backendLog, logStart) : joined(tail);
+                lastProblem = "it exited with code " + exit + " during start-up."
+                        + (output.isBlank() ? "" : " Its last output:\n" + output);
+                LOG.error("The backend (pid " + child.pid() + ") failed to start: " + lastProblem);
+                failedToStart();
+            }
         } finally {
             synchronized (lock) {
                 ready = false;
@@ -209,7 +240,15 @@ final class BackendProcess implements Backend {
         }
     }
 
-    private void waitUntilHealthy(Process child) throws InterruptedException {
+    private void failedToStart() {
+        synchronized (lock) {
+            startFailed = true;
+            lock.notifyAll();
+        }
+    }
+
+    /** Returns whether the child became healthy; false when it exited first or the bridge is stopping. */
+    private boolean waitUntilHealthy(Process child) throws InterruptedException {
         long warnAt = System.nanoTime() + settings.startupWait.toNanos();
         boolean warned = false;
         HttpRequest health = HttpRequest.newBuilder(url.resolve("/healthz"))
@@ -223,7 +262,7 @@ final class BackendProcess implements Backend {
                     }
                     lastProblem = null;
                     LOG.info("The backend at " + url + " is ready.");
-                    return;
+                    return true;
                 }
             } catch (IOException e) {
                 // not listening yet
@@ -235,20 +274,48 @@ final class BackendProcess implements Backend {
             }
             Thread.sleep(HEALTH_POLL.toMillis());
         }
+        return false;
     }
 
-    private static void drainOutput(Process child) {
-        DaemonThreads.start("backend-output", () -> {
+    /** Logs the child's output line by line, keeping the last lines in {@code tail}. */
+    private static Thread drainOutput(Process child, Deque<String> tail) {
+        return DaemonThreads.start("backend-output", () -> {
             try (BufferedReader reader = new BufferedReader(
                     new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = reader.readLine()) != null) {
                     LOG.info("[backend] " + line);
+                    synchronized (tail) {
+                        tail.addLast(line);
+                        if (tail.size() > TAIL_LINES) {
+                            tail.removeFirst();
+                        }
+                    }
                 }
             } catch (IOException e) {
                 // the child is gone
             }
         });
+    }
+
+    private static String joined(Deque<String> tail) {
+        synchronized (tail) {
+            return String.join("\n", tail);
+        }
+    }
+
+    /** The last lines this run of the child appended to the log file (earlier runs' lines excluded). */
+    private static String logTail(Path log, long from) {
+        try (RandomAccessFile file = new RandomAccessFile(log.toFile(), "r")) {
+            long start = Math.max(from, file.length() - TAIL_BYTES);
+            byte[] bytes = new byte[(int) Math.max(0, file.length() - start)];
+            file.seek(start);
+            file.readFully(bytes);
+            List<String> lines = Arrays.asList(new String(bytes, StandardCharsets.UTF_8).split("\\R"));
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - TAIL_LINES), lines.size()));
+        } catch (IOException e) {
+            return "(could not read " + log + ": " + e.getMessage() + ")";
+        }
     }
 
     private static void destroy(Process child) {

@@ -4,7 +4,9 @@ import com.thoughtworks.go.plugin.api.response.GoPluginApiResponse;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -30,12 +32,17 @@ class BackendProcessTest {
 
     /** A command line that runs {@link FakeBackendMain} with this JVM and this test classpath. */
     static String fakeBackendCommand() {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        return quote(java) + " -cp " + quote(System.getProperty("java.class.path")) + " "
-                + FakeBackendMain.class.getName() + " serve";
+        return fakeBackendCommand("serve");
     }
 
-    private static String quote(String s) {
+    private static String fakeBackendCommand(String mode) {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        return quote(java) + " -cp " + quote(System.getProperty("java.class.path")) + " "
+                + FakeBackendMain.class.getName() + " " + mode;
+    }
+
+    /** Quotes one argument for {@link BridgeSettings#splitCommand}. */
+    static String quote(String s) {
         return "'" + s.replace("'", "'\\''") + "'";
     }
 
@@ -113,6 +120,32 @@ class BackendProcessTest {
         assertTrue(response.responseBody().contains("not ready"), response.responseBody());
         assertTrue(response.responseBody().contains("gocd.reuse.backend.command"), response.responseBody());
         assertTrue(took < 1_000, "took " + took + " ms");
+    }
+
+    @Test
+    void aChildThatExitsAtOnceFailsTheLoadTimeWaitAtOnceWithItsExitCodeAndOutput(@TempDir Path dir) {
+        for (Path log : new Path[] {null, dir.resolve("backend.log")}) {
+            Map<String, String> properties = new java.util.HashMap<>(Map.of(
+                    "gocd.reuse.backend.command", fakeBackendCommand("crash"),
+                    "gocd.reuse.backend.startup-wait.ms", "30000"));
+            if (log != null) {
+                properties.put("gocd.reuse.backend.log", log.toString());
+            }
+            plugin = new KubernetesReuseElasticAgentPlugin(() -> BridgeSettings.of(properties));
+
+            long start = System.nanoTime();
+            GoPluginApiResponse response = plugin.handle(ForwardingTest.request("get-capabilities", null));
+            long took = Duration.ofNanos(System.nanoTime() - start).toMillis();
+
+            String body = response.responseBody();
+            assertEquals(503, response.responseCode(), body);
+            assertTrue(body.contains("exited with code 4 during start-up"), body);
+            assertTrue(body.contains("No module named 'flask'"), "output " + (log == null ? "drained" : "to a file")
+                    + ": " + body);
+            // A JVM start, not the 30 s wait.
+            assertTrue(took < 10_000, "took " + took + " ms");
+            plugin.close();
+        }
     }
 
     @Test

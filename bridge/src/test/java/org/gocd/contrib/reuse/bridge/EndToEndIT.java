@@ -4,7 +4,6 @@ import com.thoughtworks.go.plugin.api.response.GoPluginApiResponse;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.file.Path;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -19,8 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class EndToEndIT {
     @Test
     void createAssignAndPingThroughTheRealBackend() throws Exception {
-        Path root = PythonStack.repoRootOrSkip();
-        try (PythonStack stack = new PythonStack(root, "e2e-backend.log")) {
+        try (PythonStack stack = PythonStack.startOrSkip("e2e-backend.log")) {
             try {
                 run(stack);
             } catch (AssertionError | RuntimeException e) {

@@ -17,13 +17,18 @@ import java.util.Arrays;
  * A child process that behaves like the backend's contract (serve --bind HOST:PORT, token from
  * GOCD_ELASTIC_AGENT_TOKEN, GET /healthz, POST /gocd/plugin/<name>), for the supervisor tests.
  * Request names it understands: "...die" exits; "...server-ping" calls list-agents through the callback
- * URL and answers with what came back; anything else answers with what the child saw.
+ * URL and answers with what came back; anything else answers with what the child saw. Started with
+ * "crash" instead of "serve", it fails at once the way a backend without its dependencies does.
  */
 public final class FakeBackendMain {
     private FakeBackendMain() {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("crash")) {
+            System.err.println("ModuleNotFoundError: No module named 'flask'");
+            System.exit(4);
+        }
         String token = System.getenv("GOCD_ELASTIC_AGENT_TOKEN");
         if (token == null || token.isEmpty()) {
             System.out.println("no token: refusing to start");

@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static org.junit.jupiter.api.Assumptions.abort;
 
 /**
  * The real thing minus GoCD and Kubernetes: the plugin class launching the Python backend (command mode,
@@ -31,6 +31,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 final class PythonStack implements AutoCloseable {
     static final String GO_SERVER_URL = "https://gocd.example.com/go";
     static final String IMAGE = "gocd/gocd-agent-alpine-3.19:v24.1.0";
+
+    /** Names the Python to run the backend with; otherwise the repository's .venv, otherwise python3. */
+    static final String PYTHON_PROPERTY = "bridge.e2e.python";
+    /** The backend's runtime dependencies plus the two modules this test runs (and nothing else of ours). */
+    private static final String PROBE = "import flask, waitress, kubernetes, yaml, prometheus_client, jinja2, "
+            + "urllib3, elastic_agent, elastic_agent.simulation.fake_kube";
+    /** The probe takes under 2 s; a Python that hangs must not hang the build. */
+    private static final long PROBE_TIMEOUT_SECONDS = 30;
 
     final Path repoRoot;
     final String kubeUrl;
@@ -42,34 +50,69 @@ final class PythonStack implements AutoCloseable {
     private final Path log;
     private final HttpClient http = HttpClient.newHttpClient();
 
-    /** Skips the calling test (by assumption) when the Python side cannot run here; fails instead under CI. */
-    static Path repoRootOrSkip() throws Exception {
+    /**
+     * Starts the stack, or skips the calling test (by assumption) when the chosen Python cannot run the
+     * backend; under CI=true it fails instead, since a skipped end-to-end test would hide a broken set-up.
+     */
+    static PythonStack startOrSkip(String backendLogName) throws Exception {
         Path root = Path.of(System.getProperty("bridge.repo.root", "..")).toAbsolutePath().normalize();
-        Process probe = new ProcessBuilder("python3", "-c", "import elastic_agent.simulation.fake_kube, elastic_agent.cli")
-                .directory(root.toFile()).redirectErrorStream(true).start();
-        String output = new String(probe.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        boolean ok = probe.waitFor() == 0;
-        if (!ok) {
-            System.out.println("SKIPPED end-to-end: the Python backend is not importable from " + root + ":\n" + output);
+        String python = python(root);
+        String problem = probe(root, python);
+        if (problem != null) {
+            String reason = "end-to-end test needs the backend's dependencies, but " + problem
+                    + "\nRun `bash scripts/setup.sh` in " + root + " (it fills .venv, which this test then uses),"
+                    + " or pass -D" + PYTHON_PROPERTY + "=/path/to/python of an environment that has them.";
+            if ("true".equals(System.getenv("CI"))) {
+                throw new AssertionError("CI=true: " + reason);
+            }
+            System.out.println("SKIPPED " + reason);
+            abort(reason);
         }
-        // In CI the backend must be there: a skipped end-to-end test would hide a broken set-up.
-        if (!ok && "true".equals(System.getenv("CI"))) {
-            throw new AssertionError("CI=true but python3 cannot import the backend from " + root + ":\n" + output);
-        }
-        assumeTrue(ok, "python3 cannot import elastic_agent.simulation.fake_kube / elastic_agent.cli in " + root);
-        return root;
+        return new PythonStack(root, python, backendLogName);
     }
 
-    PythonStack(Path repoRoot, String backendLogName) throws Exception {
+    private static String python(Path root) {
+        String configured = System.getProperty(PYTHON_PROPERTY, "").trim();
+        if (!configured.isEmpty()) {
+            return configured;
+        }
+        Path venv = root.resolve(".venv/bin/python");
+        return Files.isExecutable(venv) ? venv.toString() : "python3";
+    }
+
+    /** Null when {@code python} imports everything the backend needs in {@code root}; else what went wrong. */
+    private static String probe(Path root, String python) throws Exception {
+        Path output = Files.createTempFile("bridge-e2e-probe", ".txt");
+        try {
+            // Output to a file, not a pipe: nothing to drain while waiting with a timeout.
+            Process probe = new ProcessBuilder(python, "-c", PROBE).directory(root.toFile())
+                    .redirectErrorStream(true).redirectOutput(output.toFile()).start();
+            if (!probe.waitFor(PROBE_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+                probe.destroyForcibly();
+                return python + " -c '" + PROBE + "' did not finish within " + PROBE_TIMEOUT_SECONDS + " s.";
+            }
+            if (probe.exitValue() == 0) {
+                return null;
+            }
+            return python + " -c '" + PROBE + "' failed in " + root + " (exit code " + probe.exitValue() + "):\n"
+                    + Files.readString(output).strip();
+        } catch (IOException e) {
+            return python + " cannot be started: " + e.getMessage();
+        } finally {
+            Files.deleteIfExists(output);
+        }
+    }
+
+    private PythonStack(Path repoRoot, String python, String backendLogName) throws Exception {
         this.repoRoot = repoRoot;
-        fakeKube = new ProcessBuilder("python3", "-m", "elastic_agent.simulation.fake_kube", "--bind", "127.0.0.1:0")
+        fakeKube = new ProcessBuilder(python, "-m", "elastic_agent.simulation.fake_kube", "--bind", "127.0.0.1:0")
                 .directory(repoRoot.toFile()).redirectErrorStream(true).start();
         kubeUrl = readListeningUrl(fakeKube);
         accessor = new RecordingAccessor(this::gocd);
         log = Path.of("target", backendLogName).toAbsolutePath();
         Files.deleteIfExists(log);
         Map<String, String> properties = Map.of(
-                "gocd.reuse.backend.command", "python3 -m elastic_agent serve",
+                "gocd.reuse.backend.command", BackendProcessTest.quote(python) + " -m elastic_agent serve",
                 "gocd.reuse.backend.workdir", repoRoot.toString(),
                 "gocd.reuse.backend.log", log.toString(),
                 "gocd.reuse.backend.startup-wait.ms", "60000");

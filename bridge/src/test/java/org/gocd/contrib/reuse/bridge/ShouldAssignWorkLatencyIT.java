@@ -31,7 +31,7 @@ class ShouldAssignWorkLatencyIT {
     void measure() throws Exception {
         int calls = Integer.getInteger("bridge.latency.calls", FULL ? 2_000 : 200);
         int warmup = Integer.getInteger("bridge.latency.warmup", FULL ? 500 : 50);
-        try (PythonStack stack = new PythonStack(PythonStack.repoRootOrSkip(), "latency-backend.log")) {
+        try (PythonStack stack = PythonStack.startOrSkip("latency-backend.log")) {
             assertEquals(200, stack.plugin.handle(ForwardingTest.request("get-capabilities", null)).responseCode());
             assertEquals(200, stack.createAgent(301, "unit").responseCode());
             List<String> pods = stack.podNames();
