@@ -54,9 +54,14 @@ class Backend:
         self.job_specs = JobSpecs(self.clock, self.remote_files.fetch)
 
     def spec(
-        self, elastic: Mapping[str, str], cluster: ClusterProfile, environment: str | None, pipeline: str
+        self,
+        elastic: Mapping[str, str],
+        cluster: ClusterProfile,
+        environment: str | None,
+        pipeline: str,
+        key: bytes | None = None,
     ) -> JobSpec:
-        return self.job_specs.spec(elastic, cluster, environment, pipeline)
+        return self.job_specs.spec(elastic, cluster, environment, pipeline, key)
 
     def server_id(self, gocd: GoCDServer) -> str:
         with self._lock:

@@ -50,9 +50,12 @@ def should_assign_work(body: str, ctx: RequestContext) -> Response:
     cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
-    spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
+    job = request.job
+    spec = backend.spec(
+        request.elastic_profile, cluster, request.environment, job.pipeline_name, request.spec_key
+    )
     pool = backend.pool(cluster, gocd)
-    answer = pool.should_assign_work(request.agent.agent_id, request.job, spec, gocd)
+    answer = pool.should_assign_work(request.agent.agent_id, job, spec, gocd)
     return _TRUE if answer else _FALSE
 
 

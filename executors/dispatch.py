@@ -33,6 +33,3 @@ EXECUTORS: dict[str, Executor] = {
 def executor_for(request_name: str) -> Executor | None:
     return EXECUTORS.get(request_name)
 
-
-def request_names() -> frozenset[str]:
-    return frozenset(EXECUTORS)

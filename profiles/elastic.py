@@ -12,8 +12,6 @@ from profiles.placeholders import TemplateError, parse_pod_template
 from profiles.quantities import Cpu, Memory
 from profiles.reading import Problem, read_properties
 
-POD_SPEC_TYPES = ("properties", "yaml", "remote")
-
 
 def _pod_spec_type(values: dict[str, Any]) -> str:
     """PodSpecType, else the legacy flag: the official plugin's older profiles only set

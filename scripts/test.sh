@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, types, Python tests (incl. headless-browser checks of the status pages)
-# and the bridge jar's Maven build with its JUnit and end-to-end tests.
+# The whole test suite: lint, types, declared dependencies, dead code, Python tests (incl. headless-browser
+# checks of the status pages) and the bridge jar's Maven build with its JUnit and end-to-end tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,6 +12,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 .venv/bin/ruff check elastic_agent executors profiles tests benchmarks
 .venv/bin/mypy
+.venv/bin/deptry .  # every import declared, nothing declared unused (pyproject.toml, [tool.deptry])
+.venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
 .venv/bin/python -m pytest -q "$@"
 mvn_log=.venv/mvn-verify.log
 if ! (cd bridge && PATH="$PWD/../.venv/bin:$PATH" mvn -B -ntp verify >"../$mvn_log" 2>&1); then

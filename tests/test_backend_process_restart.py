@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,18 @@ from elastic_agent.pool import labels
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
-from elastic_agent.simulation.gocd_transport import HttpPluginTransport
+from elastic_agent.simulation.gocd_transport import (
+    REQUEST_PREFIX,
+    HttpPluginTransport,
+    create_agent_body,
+    encode,
+)
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.stack import SwitchableTransport
 from tests.conftest import SPEED, wait_until
 
 TOKEN = "process-restart-token"
+CREATE = REQUEST_PREFIX + "create-agent"
 ROOT = Path(__file__).resolve().parent.parent
 REUSE = {"Image": "gocd/gocd-agent-alpine-3.19:v24.1.0", "PodSpecType": "properties", "Reuse": "true"}
 
@@ -168,3 +175,51 @@ def test_idle_pod_is_reused_after_the_backend_process_is_killed_and_restarted(wo
     )
     assert not world.gocd.invariant_violations()
     assert "reused pod" in world.gocd.job(second.job_id).console_text
+
+
+@pytest.mark.slow
+def test_sigterm_answers_the_request_in_flight_writes_the_queued_pod_states_and_exits_0(world: World) -> None:
+    backend = world.start_backend()
+    world.gocd.start()
+    firsts = [world.gocd.schedule_job("build", "test", f"unit-{n}", REUSE, world.cluster_profile(), None, 30)
+              for n in range(2)]  # fmt: skip
+    for job in firsts:
+        wait_until(lambda job=job: world.gocd.job(job.job_id).completed_at, 30, "the first jobs to complete")
+    pods = {world.gocd.job(job.job_id).agent_id for job in firsts}
+    assert len(pods) == 2 and None not in pods
+    idle = lambda: all(world.pods().get(p or "", {}).get(labels.ANN_STATE) == "idle" for p in pods)  # noqa: E731
+    wait_until(idle, 10, "both pods to be idle")
+    # The writer is slow on purpose: the next patch takes 3 s, so a second pod's change still waits in
+    # its queue behind it when the service has answered the request in flight (a creation of 0.5 s).
+    world.kube.faults.add("PATCH", r"/pods/", status=None, delay=3.0, times=1)
+    world.kube.faults.add("POST", r"/pods$", status=None, delay=0.5, times=1)
+
+    cluster = world.cluster_profile()
+    seconds = [
+        world.gocd.schedule_job("build", "test", f"long-{n}", REUSE, cluster, None, 3600) for n in range(2)
+    ]
+    for job in seconds:
+        wait_until(lambda job=job: world.gocd.job(job.job_id).agent_id, 20, "the second jobs to be assigned")
+    world.gocd.stop()  # GoCD asks nothing more; what follows is the bridge's own request and the signal
+    one_per_job = {**REUSE, "Reuse": "false"}
+    job = {**seconds[0].identifier(), "job_id": 999_999}
+    create = encode(create_agent_body("a-key", one_per_job, world.cluster_profile(), None, job))
+    answers: list[tuple[int, str]] = []
+    transport = HttpPluginTransport(backend.url, TOKEN, world.callback_url)
+    in_flight = threading.Thread(target=lambda: answers.append(transport.send(CREATE, create)))
+    in_flight.start()
+    time.sleep(0.2)  # the creation is on its way to the (slow) API server
+
+    signalled = time.monotonic()
+    backend.process.send_signal(signal.SIGTERM)
+    returncode = backend.process.wait(15)
+    took = time.monotonic() - signalled
+    in_flight.join(10)
+
+    assert returncode == 0 and took < 10, (returncode, took, backend.stderr[-5:])
+    assert answers and answers[0][0] == 200, answers
+    for job in seconds:
+        annotations = world.pods()[world.gocd.job(job.job_id).agent_id or ""]
+        assert annotations.get(labels.ANN_STATE) == "busy", "a state change made before SIGTERM is on the pod"
+        assert f'"job_id":{job.job_id}' in annotations.get(labels.ANN_CURRENT_JOB, "")
+    assert len(world.pods()) == 3, "the pod of the request in flight was created"

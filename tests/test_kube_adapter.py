@@ -149,6 +149,14 @@ def test_recovers_after_the_server_was_unreachable(fake_kube: FakeKubeServer) ->
         assert wait_for(lambda: cluster.sync_problem() is not None)
         message = str(cluster.sync_problem())
         assert fake_kube.url in message and TOKEN not in message
+        # Each request thread raises an exception of its own: one shared object's traceback would grow
+        # with every raise, and threads would see each other's frames.
+        first, second = cluster.sync_problem(), cluster.sync_problem()
+        assert first is not second and str(first) == str(second) and type(first) is type(second)
+        for problem in (first, second):
+            with pytest.raises(ClusterError) as raised:
+                raise problem  # type: ignore[misc]
+            assert raised.value.__traceback__ is not None and raised.value.__traceback__.tb_next is None
         with pytest.raises(ClusterError) as err:
             cluster.create_pod(pod_manifest("while-down"))
         assert err.value.status is None and TOKEN not in str(err.value)

@@ -102,7 +102,6 @@ class KubeCluster:
         self.watch_timeout = watch_timeout
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self.api_calls: dict[str, int] = {}  # calls per verb: list, watch, create, patch, delete, ...
-        self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._label_selector = ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
         # Guards the cache, the tombstones, the listeners, api_calls, the open stream and the sync problem.

@@ -60,7 +60,13 @@ class ClusterPool:
 
     def stop(self, deadline: float) -> None:
         """Write every queued state change (until `deadline`, time.monotonic()), then stop the watch."""
-        self.applier.writer.stop(deadline)
+        left = self.applier.writer.stop(deadline)
+        if left:
+            log.warning(
+                "stopped before the state of %d pod(s) was written; the next backend's server-ping repairs "
+                "what GoCD knows of them",
+                left,
+            )
         self.state.port.stop()
 
     def update_settings(self, settings: ClusterProfile) -> None:

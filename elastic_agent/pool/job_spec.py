@@ -3,7 +3,8 @@
 Requests carry profile properties, not profile ids, so each request is turned into a JobSpec: the
 rendered pod template, its reuse fingerprint and the reuse knobs. Rendering can mean parsing YAML or a
 remote file, and should-assign-work must answer in well under a millisecond, so specs are cached by the
-exact properties for a short time (remote templates may change behind the same URL).
+exact properties for a short time (remote templates may change behind the same URL). The cache is keyed
+by a digest of the properties (messages.spec_key): they may hold resolved secrets.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elastic_agent.caching import digest
 from elastic_agent.clock import Clock
+from elastic_agent.gocd.messages import spec_key
 from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
 from profiles.fingerprint import FingerprintInputs, fingerprint
@@ -40,7 +41,7 @@ class JobSpecs:
     def __init__(self, clock: Clock, fetch_remote: Callable[[str], str]) -> None:
         self._clock = clock
         self._fetch = fetch_remote
-        self._cache: OrderedDict[bytes, tuple[float, JobSpec]] = OrderedDict()
+        self._cache: OrderedDict[tuple[bytes, str, str, float], tuple[float, JobSpec]] = OrderedDict()
         self._lock = threading.Lock()
 
     def spec(
@@ -49,30 +50,20 @@ class JobSpecs:
         cluster: ClusterProfile,
         environment: str | None,
         pipeline: str,
+        key: bytes | None = None,
     ) -> JobSpec:
-        # Keyed by a digest: the properties may hold resolved secrets (caching.py). Arrival order, as in
-        # messages.cluster_profile.
-        key = digest(
-            repr(
-                (
-                    tuple(elastic_properties.items()),
-                    cluster.cluster_key,
-                    cluster.go_server_url,
-                    cluster.idle_timeout,
-                    environment,
-                    pipeline,
-                )
-            )
-        )
+        """`key`: messages.spec_key of the first three, when the request has it at hand already."""
+        request_key = key if key is not None else spec_key(elastic_properties, environment, pipeline)
+        cache_key = (request_key, cluster.cluster_key, cluster.go_server_url, cluster.idle_timeout)
         now = self._clock.now()
         with self._lock:
-            hit = self._cache.get(key)
+            hit = self._cache.get(cache_key)
             if hit is not None and now - hit[0] < self.TTL_S:
-                self._cache.move_to_end(key)
+                self._cache.move_to_end(cache_key)
                 return hit[1]
         spec = self._build(ElasticProfile.from_properties(elastic_properties), cluster, environment, pipeline)
         with self._lock:
-            self._cache[key] = (now, spec)
+            self._cache[cache_key] = (now, spec)
             while len(self._cache) > self.MAX_ENTRIES:
                 self._cache.popitem(last=False)
         return spec

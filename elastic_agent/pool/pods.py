@@ -23,14 +23,6 @@ from elastic_agent.pool.job_spec import JobSpec
 from profiles.fingerprint import label_form
 from profiles.pod_template import instantiate
 
-GO_EA_VARIABLES = (
-    "GO_EA_SERVER_URL",
-    "GO_EA_AUTO_REGISTER_KEY",
-    "GO_EA_AUTO_REGISTER_ENVIRONMENT",
-    "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID",
-    "GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID",
-)
-
 _LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 

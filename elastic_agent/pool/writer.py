@@ -42,8 +42,9 @@ class StateWriter(Protocol):
     def flush(self, name: str) -> None:
         """Write the pod's changes now, on the calling thread."""
 
-    def stop(self, deadline: float) -> None:
-        """Write what is queued until `deadline` (time.monotonic()), then stop."""
+    def stop(self, deadline: float) -> int:
+        """Write what is queued until `deadline` (time.monotonic()), then stop; returns how many pods'
+        changes were left unwritten (they stay in the pool's state)."""
 
 
 WriterFactory = Callable[[ClusterPort, Clock, PendingWrites], StateWriter]
@@ -66,18 +67,16 @@ class AnnotationWriter:
         self._thread = threading.Thread(target=self._run, name="annotation-writer", daemon=True)
         self._thread.start()
 
-    def stop(self, deadline: float) -> None:
+    def stop(self, deadline: float) -> int:
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
-            if self._thread.is_alive():
-                with self._wake:
-                    left = len(self._queue) + 1
-                log.warning(
-                    "stopped before the state of %d pod(s) was written; the next server-ping repairs it", left
-                )
+        if self._thread is None:
+            return len(self._queue)
+        # Real time on purpose: how long stopping may take, not a decision's time.
+        self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        with self._wake:
+            return len(self._queue) + (1 if self._thread.is_alive() else 0)  # and the one being written
 
     def enqueue(self, name: str) -> None:
         with self._wake:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask
+from waitress import wasyncore
 from waitress.adjustments import Adjustments
 from waitress.server import create_server
 
@@ -130,7 +131,9 @@ class WsgiServer:
         server = self.server
         if self._thread.is_alive():
             with contextlib.suppress(OSError):  # the loop closed its trigger already: it is ending
-                server.trigger.pull_trigger(server.close)
+                # The listening socket only: the server's own close() would close the trigger too,
+                # which the workers still pull to hand their answers to the loop.
+                server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))
             while time.monotonic() < answers_by and self._answering():
                 time.sleep(0.01)
             with contextlib.suppress(OSError):

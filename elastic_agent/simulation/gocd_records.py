@@ -138,10 +138,6 @@ class Agent:
         unheard = self.agent_state in (AgentState.LOST_CONTACT, AgentState.MISSING)
         return not self.process_alive and not unheard
 
-    def takes(self, environment: str | None) -> bool:
-        """GoCD offers a job only to agents of its environment; agents of none take jobs of none."""
-        return environment in self.environments if environment is not None else not self.environments
-
     def status_text(self) -> str:
         """`status()` encoded as GoCD sends it (compact JSON)."""
         states = (self.agent_state.value, self.build_state.value, self.config_state.value)

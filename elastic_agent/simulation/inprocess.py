@@ -16,7 +16,6 @@ Every difference from production is a part passed in through a seam, never a pat
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from elastic_agent.backend import Backend, ClusterFactory
@@ -36,16 +35,14 @@ CALLBACK_URL = "inprocess://gocd"
 
 
 class InProcessServerCalls:
-    """GoCD's server calls answered by the simulated server in process. `console=False` only counts
-    console lines (benchmarks: they cost time and say nothing about waits or pods)."""
+    """GoCD's server calls answered by the simulated server in process. `console=False` drops console
+    lines (benchmarks: they cost time and say nothing about waits or pods)."""
 
     def __init__(self, api: ServerApi, *, console: bool = True) -> None:
         self._api = api
         self.console = console
-        self.calls: dict[str, int] = {}
 
     def submit(self, api: str, version: str, body: str) -> tuple[int, str]:
-        self.calls[api] = self.calls.get(api, 0) + 1
         if api == CONSOLE_LOG and not self.console:
             return 200, ""
         return self._api.submit(api, version, body)
@@ -95,8 +92,9 @@ class DeferredWriter:
     def flush(self, name: str) -> None:
         self._writer.write(name)
 
-    def stop(self, deadline: float) -> None:
+    def stop(self, deadline: float) -> int:
         self.drain()
+        return 0
 
     def drain(self) -> int:
         written = 0
@@ -131,7 +129,6 @@ class InProcessBackend:
     """A backend for the discrete-event driver, with what the driver needs to reach."""
 
     backend: Backend
-    server_calls: InProcessServerCalls
     writers: DeferredWriters
 
     def drain_writes(self) -> int:
@@ -152,7 +149,7 @@ def build_inprocess_backend(
         narrator=SyncNarrator(),
         writer_factory=writers,
     )
-    return InProcessBackend(backend, calls, writers)
+    return InProcessBackend(backend, writers)
 
 
 class InProcessTransport:
@@ -173,11 +170,3 @@ class InProcessTransport:
         self.requests[request_name] = self.requests.get(request_name, 0) + 1
         self.seconds[request_name] = self.seconds.get(request_name, 0.0) + time.perf_counter() - started
         return answer.status, answer.body
-
-
-def total(counts: Iterable[dict[str, int]]) -> dict[str, int]:
-    summed: dict[str, int] = {}
-    for count in counts:
-        for key, value in count.items():
-            summed[key] = summed.get(key, 0) + value
-    return summed
