@@ -32,4 +32,3 @@ EXECUTORS: dict[str, Executor] = {
 
 def executor_for(request_name: str) -> Executor | None:
     return EXECUTORS.get(request_name)
-
