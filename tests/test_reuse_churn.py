@@ -1,6 +1,7 @@
 """Churn: hundreds of jobs across reuse profiles, environments and pipelines, in bursts, with the backend
-restarted twice and idle pods evicted, through the whole stack (simulated GoCD -> backend over HTTP ->
-fake cluster). Afterwards every invariant of design.md is checked, and nothing is left behind."""
+restarted twice and idle pods evicted, in virtual time (the simulated GoCD server, the in-process backend
+and the simulated cluster). Afterwards every invariant of docs/architecture.md is checked, and nothing is
+left behind."""
 
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from elastic_agent.clock import SystemClock
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.simulation.gocd_model import Job, JobState
-from elastic_agent.simulation.stack import TOKEN, Stack
+from elastic_agent.simulation.harness import VirtualStack
 from profiles.cluster import ClusterProfile
 from profiles.fingerprint import label_form
-from tests.conftest import wait_until
+from tests.virtual_helpers import virtual_stack
 
-# Simulated seconds for what is not instant in real time (a watch event, a patch): 10 simulated seconds
-# are a sixth of a real second.
+# Simulated seconds a ping may take to be answered and its retirements to show on the cluster.
 SLACK_S = 10.0
 CLUSTER_IDLE_TIMEOUT_S = 180.0
 SECURITY_TOKEN = "s3cr3t-cluster-token-do-not-leak"
@@ -80,7 +80,7 @@ class ClusterWatcher:
     simulated seconds; so the rule is checked against the pings really answered: an idle pod whose idle
     timeout had passed when a ping began must be gone (or busy again) once that ping is answered."""
 
-    def __init__(self, stack: Stack, timeout_of: Callable[[PodHistory], float]) -> None:
+    def __init__(self, stack: VirtualStack, timeout_of: Callable[[PodHistory], float]) -> None:
         self.stack = stack
         self.timeout_of = timeout_of
         self.pods: dict[str, PodHistory] = {}
@@ -88,7 +88,7 @@ class ClusterWatcher:
         self.violations: list[str] = []
         self.checking = True
         self._lock = threading.Lock()
-        stack.kube.store.add_listener(self._on_change)
+        stack.store.add_listener(self._on_change)
 
     def ping_answered(self, sent_at: float, answered_at: float) -> None:
         with self._lock:
@@ -166,7 +166,7 @@ def expected_fingerprint(specs: JobSpecs, job: Job) -> str:
     return specs.spec(job.elastic_profile_properties, cluster, job.environment, job.pipeline).fingerprint
 
 
-def add_foreign_pod(stack: Stack, fingerprint: str) -> dict[str, Any]:
+def add_foreign_pod(stack: VirtualStack, fingerprint: str) -> dict[str, Any]:
     """A pod of another GoCD server in the same namespace, idle for hours, of a fingerprint our jobs use:
     everything about it invites reuse or reaping except its server-id label."""
     ours = next(pod for pod in stack.pods() if pod["metadata"]["name"] != FOREIGN_POD)
@@ -185,13 +185,13 @@ def add_foreign_pod(stack: Stack, fingerprint: str) -> dict[str, Any]:
     }
     # No GO_EA_* variables: the simulated kubelet runs it, but nothing registers with our GoCD server.
     spec = {"containers": [{"name": "agent", "image": "gocd/gocd-agent-alpine-3.19:v24.1.0"}]}
-    stack.kube.store.create_pod(
-        "default", {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    stack.store.create_pod(
+        stack.namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     )
     return metadata
 
 
-def evict_one_idle_pod(stack: Stack) -> str | None:
+def evict_one_idle_pod(stack: VirtualStack) -> str | None:
     """Evict an idle pod whose agent is idle, at a moment no job waits (so none can be assigned to it
     between the look and the eviction: only this test schedules jobs)."""
     if any(job.state is JobState.SCHEDULED for job in stack.gocd.jobs()):
@@ -214,9 +214,9 @@ def evict_one_idle_pod(stack: Stack) -> str | None:
 
 @pytest.mark.slow
 def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_nothing_behind(
-    make_stack: Callable[..., Stack], monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stack = make_stack(boot_delay=10.0)
+    stack = virtual_stack(boot_delay=10.0)
     rng = random.Random(20240611)
     cluster = stack.cluster_profile(idle_timeout="3m", pending_pods_count="20", security_token=SECURITY_TOKEN)
     specs = JobSpecs(SystemClock(), lambda url: "")
@@ -260,11 +260,11 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
             job = stack.gocd.schedule_job(
                 pipeline, "test", f"{name}-{burst}", PROFILES[name], cluster, environment, rng.uniform(10, 45)
             )
-            stack.clock.sleep(rng.uniform(0.0, 5.0))  # a burst arrives over a minute or so
+            stack.run_for(rng.uniform(0.0, 5.0))  # a burst arrives over a minute or so
             if name != "single":
                 fingerprint_timeouts[expected_fingerprint(specs, job)] = IDLE_TIMEOUT_S[name]
         if burst in restart_after:
-            stack.clock.sleep(rng.uniform(5, 40))  # mid-flight: agents polling, jobs running, pods booting
+            stack.run_for(rng.uniform(5, 40))  # mid-flight: agents polling, jobs running, pods booting
             stack.restart_backend()
         if foreign is None and stack.pods():
             small = next(j for j in stack.gocd.jobs() if profile_of(j) == "small" and not j.environment)
@@ -273,7 +273,7 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
         gap = 150.0 if burst in evict_after else 330.0 if burst in long_gap_after else rng.uniform(30, 120)
         waited = 0.0
         while waited < gap:
-            stack.clock.sleep(15.0)
+            stack.run_for(15.0)
             waited += 15.0
             watcher.check_all_now()
             if burst in evict_after and waited in (90.0, 105.0):
@@ -287,10 +287,10 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
         watcher.check_all_now()
         return all(j.state is JobState.COMPLETED for j in stack.gocd.jobs())
 
-    wait_until(all_completed, 60, "every job to complete")
+    stack.run_until(all_completed, 3600, "every job to complete")
     watcher.check_all_now()
     # Settle: the last idle pods time out at their pace, checked on the way.
-    stack.clock.sleep(60.0)
+    stack.run_for(60.0)
     watcher.check_all_now()
     watcher.stop_checking()
     assert not watcher.violations, watcher.violations[:10]
@@ -365,17 +365,17 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
 
     # ---- no secret on any pod --------------------------------------------------------------------
     assert issued_keys
-    secrets = issued_keys | {SECURITY_TOKEN, PROFILE_SECRET, TOKEN}
+    secrets = issued_keys | {SECURITY_TOKEN, PROFILE_SECRET}
     for history in ours.values():
         for value in history.values_seen:
             leaked = [s for s in secrets if s in value]
             assert not leaked, f"pod {history.name} shows a secret in a label or annotation"
 
     # ---- after the idle timeout and a couple of pings: nothing left but the other server's pod ----------
-    stack.clock.advance(CLUSTER_IDLE_TIMEOUT_S + 1)  # type: ignore[attr-defined]
-    wait_until(
+    stack.run_for(CLUSTER_IDLE_TIMEOUT_S + 1)
+    stack.run_until(
         lambda: [p["metadata"]["name"] for p in stack.pods()] == [FOREIGN_POD] and not stack.gocd.agents(),
-        10,
+        600,
         "every pod and agent to be removed",
     )
     assert foreign is not None
@@ -390,7 +390,7 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
 # loses it, and the ping must make up for it from GoCD's list of agents.
 
 
-def lose_every_job_completion(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+def lose_every_job_completion(stack: VirtualStack, monkeypatch: pytest.MonkeyPatch) -> None:
     send = stack.transport.send
 
     def lossy(name: str, body: str) -> tuple[int, str]:
@@ -401,27 +401,27 @@ def lose_every_job_completion(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(stack.transport, "send", lossy)
 
 
-def run_one_after_another(stack: Stack, profile: dict[str, str], count: int) -> list[Job]:
+def run_one_after_another(stack: VirtualStack, profile: dict[str, str], count: int) -> list[Job]:
     """Each job once the ping has noticed (from GoCD's list of agents) that the one before is done."""
     jobs = []
     for n in range(count):
         job = stack.gocd.schedule_job("p", "s", f"j{n}", profile, stack.cluster_profile(), None, 10)
-        wait_until(lambda job=job: stack.gocd.job(job.job_id).completed_at, 15, f"job {n} to complete")
+        stack.run_until(lambda job=job: stack.gocd.job(job.job_id).completed_at, 900, f"job {n} to complete")
         jobs.append(stack.gocd.job(job.job_id))
-        wait_until(
+        stack.run_until(
             lambda: all(
                 p["metadata"].get("annotations", {}).get(labels.ANN_STATE) != "busy" for p in stack.pods()
             ),
-            15,
+            900,
             "the ping to see the pod is no longer busy",
         )
     return jobs
 
 
 def test_a_job_whose_completion_was_lost_still_counts_toward_max_jobs_per_pod(
-    make_stack: Callable[..., Stack], monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stack = make_stack(boot_delay=5.0)
+    stack = virtual_stack(boot_delay=5.0)
     lose_every_job_completion(stack, monkeypatch)
     jobs = run_one_after_another(stack, stack.elastic_profile(Reuse="true", MaxJobsPerPod="2"), 4)
     per_pod = Counter(job.agent_id for job in jobs)
@@ -430,11 +430,11 @@ def test_a_job_whose_completion_was_lost_still_counts_toward_max_jobs_per_pod(
 
 
 def test_a_one_job_pod_whose_completion_was_lost_is_removed_at_a_ping(
-    make_stack: Callable[..., Stack], monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    stack = make_stack(boot_delay=5.0)
+    stack = virtual_stack(boot_delay=5.0)
     lose_every_job_completion(stack, monkeypatch)
     jobs = run_one_after_another(stack, stack.elastic_profile(Reuse="false"), 2)
     assert len({job.agent_id for job in jobs}) == 2
-    wait_until(lambda: not stack.pods() and not stack.gocd.agents(), 10, "the pods and agents to go")
+    stack.run_until(lambda: not stack.pods() and not stack.gocd.agents(), 600, "the pods and agents to go")
     assert not stack.gocd.stats.deleted_while_building

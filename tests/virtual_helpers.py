@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from elastic_agent.pool import labels
-from elastic_agent.simulation.gocd_model import Job
+from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
 
 
@@ -61,3 +61,12 @@ def run_to_idle(stack: VirtualStack, job: Job) -> str:
 
 def pod_names(stack: VirtualStack) -> set[str]:
     return {p["metadata"]["name"] for p in stack.pods()}
+
+
+def virtual_stack(boot_delay: float = 5.0, **gocd: Any) -> VirtualStack:
+    """A VirtualStack with GoCDConfig settings given as keywords (poll_interval_s=30, ...)."""
+    return VirtualStack(boot_delay=boot_delay, gocd=GoCDConfig(**{"seed": 1, **gocd}))
+
+
+def wait_state(stack: VirtualStack, name: str, wanted: str, within_s: float = 600.0) -> None:
+    stack.run_until(lambda: state(stack, name) == wanted, within_s, f"pod {name} being {wanted}")

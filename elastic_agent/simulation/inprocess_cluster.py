@@ -328,11 +328,12 @@ def _cluster_error(error: StoreError, verb: str) -> ClusterError:
 
 
 def store_cluster_factory(
-    store: FakeKubeStore, **options: Any
+    store: FakeKubeStore, counter: Callable[[], int] | None = None, **options: Any
 ) -> Callable[[Any, Any, Clock], InProcessCluster]:
     """A `cluster_factory` for `build_backend`/`Backend`: every cluster profile maps to its namespace
-    of `store`, selecting the backend's own pods."""
-    counter = itertools.count(1).__next__
+    of `store`, selecting the backend's own pods. `counter` numbers the pods (shared by the backends
+    that follow each other on one store, so that names stay unique across restarts)."""
+    counter = counter or itertools.count(1).__next__
 
     def factory(profile: Any, identity: Any, clock: Clock) -> InProcessCluster:
         return InProcessCluster(store, profile.namespace, identity.selector(), counter=counter, **options)

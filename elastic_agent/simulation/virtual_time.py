@@ -11,6 +11,7 @@ see what the plugin created or deleted. Nothing sleeps and no thread runs, so a 
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import math
 import random
 import time
@@ -89,6 +90,8 @@ class PluginWorld:
     store: SimulationKubeStore
     api: ServerApi
     settings: SimSettings
+    # Numbers the pods the plugin creates; the world's, so that a restarted plugin goes on counting.
+    pod_counter: Callable[[], int] = field(default_factory=lambda: itertools.count(1).__next__)
 
 
 class SimulatedPlugin(Protocol):
@@ -108,7 +111,7 @@ class ProjectPlugin:
     """This project's backend, in process."""
 
     def __init__(self, world: PluginWorld) -> None:
-        factory = store_cluster_factory(world.store)
+        factory = store_cluster_factory(world.store, world.pod_counter)
         self.backend = build_inprocess_backend(
             world.clock, world.api, factory, console=world.settings.console
         )
