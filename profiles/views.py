@@ -25,7 +25,7 @@ def _input(field: Field) -> str:
 
 
 def _error_span(key: str) -> str:
-    # The exact shape GoCD's UI fills with a validation message (gocd-protocol.md §2).
+    # The exact shape GoCD's UI fills with a validation message (docs/architecture.md, "Requests").
     return (
         f'<span class="form_error" ng-show="GOINPUTNAME[{key}].$error.server">'
         f"{{{{GOINPUTNAME[{key}].$error.server}}}}</span>"

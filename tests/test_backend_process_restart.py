@@ -1,4 +1,4 @@
-"""Defect 3 of gocd-protocol.md §8, for real: the backend runs as its own process
+"""Defect 3 of the earlier attempt (docs/architecture.md, "What the earlier attempt got wrong"), for real: the backend runs as its own process
 (`python -m elastic_agent serve`), is killed with SIGKILL (no chance to save anything) and started again;
 the idle pod it left behind must be reused, not replaced.
 

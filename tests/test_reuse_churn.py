@@ -386,7 +386,7 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
 
 
 # ---- what the churn found: job-completions lost while the backend was down ---------------------------
-# GoCD sends job-completion once and never again (gocd-protocol.md §2); a restart at the wrong moment
+# GoCD sends job-completion once and never again (docs/architecture.md, "Requests"); a restart at the wrong moment
 # loses it, and the ping must make up for it from GoCD's list of agents.
 
 

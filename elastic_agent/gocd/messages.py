@@ -1,5 +1,5 @@
-"""Every GoCD request body, parsed in one place into typed objects (gocd-protocol.md §2 in
-docs/architecture.md's words).
+"""Every GoCD request body, parsed in one place into typed objects (docs/architecture.md,
+"Requests").
 
 Executors call `<Request>.parse(text)` and work on the result; a body that does not fit raises
 BadRequest with a sentence (body.py). Nothing here echoes a value that might be a secret, and no

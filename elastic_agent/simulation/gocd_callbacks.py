@@ -1,4 +1,4 @@
-"""The server side of the plugin's calls back into GoCD (gocd-protocol.md §3).
+"""The server side of the plugin's calls back into GoCD (docs/architecture.md, "Calls into GoCD").
 
 `ServerApi.submit(api, version, body)` is GoCD's `GoApplicationAccessor.submit` answered by the simulated
 server: an in-process simulation hands it to the plugin directly. `CallbackApp` puts it behind the bridge

@@ -1,7 +1,7 @@
 """How the simulated GoCD server reaches the plugin.
 
 The model only knows `PluginTransport.send(request_name, body) -> (code, body)`, the shape of GoCD's
-`GoPlugin.handle()`. Over HTTP it goes through the bridge contract of design.md, exactly as the bridge jar
+`GoPlugin.handle()`. Over HTTP it goes through the bridge contract (docs/architecture.md), exactly as the bridge jar
 would; in process (virtual-time simulation) a plain function answers instead.
 """
 
@@ -78,7 +78,7 @@ class HttpPluginTransport:
         self.close()
 
 
-# ---- the bodies GoCD sends (gocd-protocol.md §2), built from plain values ---------------------------
+# ---- the bodies GoCD sends (docs/architecture.md, "Requests"), built from plain values ---------------------------
 # Key order follows GoCD's. GoCD serialises with Gson, which drops null members: a job of no environment
 # carries no `environment` key at all.
 

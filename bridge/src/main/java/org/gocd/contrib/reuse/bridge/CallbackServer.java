@@ -183,7 +183,7 @@ final class CallbackServer {
         }
     }
 
-    /** The API version GoCD expects when the caller names none (see gocd-protocol.md, section 3). */
+    /** The API version GoCD expects when the caller names none (see docs/architecture.md, "Calls into GoCD"). */
     static String defaultVersion(String api) {
         return "go.processor.console-log.append".equals(api) ? "2.0" : "1.0";
     }
