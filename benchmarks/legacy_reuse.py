@@ -1,6 +1,7 @@
 """A benchmark baseline ONLY: the decision rules of the earlier reuse attempt for GoCD's Kubernetes plugin
-(kubernetes-elastic-agents PR 355), as docs/architecture.md ("What the earlier attempt got wrong") describes them, written from that description
-so the simulator can run it on the same trace as this project. It is deliberately defective; nothing in
+(kubernetes-elastic-agents PR 355), as docs/architecture.md ("What the earlier attempt got wrong")
+describes them, written from that description so the simulator can run it on the same trace as this
+project. It is deliberately defective; nothing in
 the product uses it.
 
 Modelled (numbers are the items of §8):

@@ -1,6 +1,7 @@
-"""Defect 3 of the earlier attempt (docs/architecture.md, "What the earlier attempt got wrong"), for real: the backend runs as its own process
-(`python -m elastic_agent serve`), is killed with SIGKILL (no chance to save anything) and started again;
-the idle pod it left behind must be reused, not replaced.
+"""Defect 3 of the earlier attempt (docs/architecture.md, "What the earlier attempt got wrong"), for
+real: the backend runs as its own process (`python -m elastic_agent serve`), is killed with SIGKILL (no
+chance to save anything) and started again; the idle pod it left behind must be reused, not replaced.
+And SIGTERM, which must lose nothing.
 
 The fake Kubernetes API server, the simulated kubelet and the simulated GoCD server (with its callback
 endpoint) run in this test process. GoCD and the kubelet run on a scaled clock; the backend and the API

@@ -386,8 +386,8 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
 
 
 # ---- what the churn found: job-completions lost while the backend was down ---------------------------
-# GoCD sends job-completion once and never again (docs/architecture.md, "Requests"); a restart at the wrong moment
-# loses it, and the ping must make up for it from GoCD's list of agents.
+# GoCD sends job-completion once and never again (docs/architecture.md, "Requests"); a restart at the
+# wrong moment loses it, and the ping must make up for it from GoCD's list of agents.
 
 
 def lose_every_job_completion(stack: VirtualStack, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -209,10 +209,10 @@ def race_assignments_against_pings(gocd: Gocd, pod: str, job_id: int, poll_delay
 def test_a_retiring_pod_is_never_given_a_job_and_a_pod_given_a_job_is_never_retired(
     gocd_for: Callable[..., Gocd],
 ) -> None:
-    """The ping/assign race (docs/architecture.md, "What the earlier attempt got wrong", item 9), 16 rounds with a fresh pod each: an idle pod
-    past its idle timeout, asked for work by many threads while many pings want to retire it. Each round
-    ends one of two ways: the pod took the job (once) and survives every ping until its job-completion,
-    or it was retired and never said `true`."""
+    """The ping/assign race (docs/architecture.md, "What the earlier attempt got wrong", item 9), 16
+    rounds with a fresh pod each: an idle pod past its idle timeout, asked for work by many threads while
+    many pings want to retire it. Each round ends one of two ways: the pod took the job (once) and
+    survives every ping until its job-completion, or it was retired and never said `true`."""
     gocd = gocd_for({**REUSE, "MaxJobsPerPod": "1"}, boot_delay=1.0, idle_timeout="10m")
     stack = gocd.stack
     retiring_seen: set[str] = set()

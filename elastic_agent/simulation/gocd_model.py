@@ -1,4 +1,5 @@
-"""A simulated GoCD server: the part of GoCD an elastic-agent plugin sees (docs/architecture.md, "GoCD's elastic-agent protocol").
+"""A simulated GoCD server: the part of GoCD an elastic-agent plugin sees (docs/architecture.md, "GoCD's
+elastic-agent protocol").
 
 It schedules jobs, sends create-agent (re-sent to starving jobs with a fresh single-use key), registers
 agents started by the simulated kubelet, lets idle agents poll for work under one global assignment lock

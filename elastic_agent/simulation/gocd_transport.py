@@ -1,8 +1,8 @@
 """How the simulated GoCD server reaches the plugin.
 
 The model only knows `PluginTransport.send(request_name, body) -> (code, body)`, the shape of GoCD's
-`GoPlugin.handle()`. Over HTTP it goes through the bridge contract (docs/architecture.md), exactly as the bridge jar
-would; in process (virtual-time simulation) a plain function answers instead.
+`GoPlugin.handle()`. Over HTTP it goes through the bridge contract (docs/architecture.md), exactly as the
+bridge jar would; in process (virtual-time simulation) a plain function answers instead.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class HttpPluginTransport:
         self.close()
 
 
-# ---- the bodies GoCD sends (docs/architecture.md, "Requests"), built from plain values ---------------------------
+# ---- the bodies GoCD sends (docs/architecture.md, "Requests"), built from plain values -----------------
 # Key order follows GoCD's. GoCD serialises with Gson, which drops null members: a job of no environment
 # carries no `environment` key at all.
 
