@@ -85,7 +85,8 @@ class Backend:
             if pool is not None:
                 self._credentials[key] = credentials
         if pool is not None:
-            pool.update_settings(profile)
+            if pool.settings_object is not profile:  # nearly always the same object: profiles are cached
+                pool.update_settings(profile)
             if reconnect:
                 pool.replace_port(
                     self.cluster_factory(profile, pool.identity, self.clock), self.sync_timeout_s

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -33,25 +32,26 @@ def parts_digest(parts: Sequence[str]) -> bytes:
 
 
 class DigestCache(Generic[Value]):
+    """Oldest entries go first. A hit is one dict lookup, without a lock (a dict's get is atomic): the
+    cache answers should-assign-work, the plugin's most frequent request. Misses take the lock."""
+
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._entries: OrderedDict[bytes, Value] = OrderedDict()
+        self._entries: dict[bytes, Value] = {}
         self._lock = threading.Lock()
 
     def get(self, key: bytes, make: Callable[[], Value]) -> Value:
         """The value for `key` (a digest), made by `make()` on a miss; what `make` raises is not cached."""
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-                return value
+        value = self._entries.get(key)
+        if value is not None:
+            return value
         value = make()
         with self._lock:
-            self._entries[key] = value
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+            entries = self._entries
+            entries[key] = value
+            while len(entries) > self._capacity:
+                del entries[next(iter(entries))]
         return value
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._entries)

@@ -11,7 +11,7 @@ properties themselves (they hold the security token).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, TypeVar
 
@@ -178,6 +178,13 @@ class ShouldAssignWorkRequest(_WithCluster):
     elastic_profile: Properties
     cluster_profile: Properties
     job: JobIdentifier
+    # Derived once, when the body is first parsed: every repeat of the body is answered by this object,
+    # and a plain attribute costs the hot path least.
+    spec_key: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        key = spec_key(self.elastic_profile, self.environment, self.job.pipeline_name)
+        object.__setattr__(self, "spec_key", key)
 
     @classmethod
     def parse(cls, text: str) -> ShouldAssignWorkRequest:
@@ -223,12 +230,6 @@ class ShouldAssignWorkRequest(_WithCluster):
             return None
         status = Agent(agent_id, agent["agent_state"], agent["build_state"], agent["config_state"])
         return cls(status, environment or None, elastic, cluster, identifier)
-
-    @property
-    def spec_key(self) -> bytes:
-        return _memo(
-            self, "spec_key", lambda: spec_key(self.elastic_profile, self.environment, self.job.pipeline_name)
-        )
 
     def __repr__(self) -> str:
         return f"ShouldAssignWorkRequest(agent={self.agent.agent_id!r}, job_id={self.job.job_id})"

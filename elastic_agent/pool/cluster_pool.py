@@ -72,6 +72,11 @@ class ClusterPool:
     def update_settings(self, settings: ClusterProfile) -> None:
         self.state.commit_settings(settings)
 
+    @property
+    def settings_object(self) -> ClusterProfile:
+        """The settings in use, read without the lock: only to tell whether new ones came."""
+        return self.state.settings_unlocked
+
     def replace_port(self, port: ClusterPort, sync_timeout_s: float) -> None:
         """New credentials for the same cluster: read and write through `port` from now on. Changes not
         yet written stay in memory and are written through the new port."""
@@ -134,10 +139,10 @@ class ClusterPool:
 
     def should_assign_work(self, agent_id: str, job: JobIdentifier, spec: JobSpec, gocd: GoCDServer) -> bool:
         """Answered from memory; a `true` makes the pod busy at once, a `false` changes nothing."""
-        now = self.clock.now()
         with self.state.lock:
-            assigned, plan = decisions.should_assign_work(self.state, agent_id, job, spec, now)
-            self.applier.commit(plan, now)
+            assigned, plan = decisions.should_assign_work(self.state, agent_id, job, spec, self.clock)
+            if plan.intents:
+                self.applier.commit(plan, self.clock.now())
         if assigned:
             self.applier.carry_out(plan, gocd)
         return assigned

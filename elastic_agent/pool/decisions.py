@@ -8,6 +8,7 @@ out the rest after it.
 
 from __future__ import annotations
 
+from elastic_agent.clock import Clock
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import marks
 from elastic_agent.pool.index import RecordIndex
@@ -105,14 +106,15 @@ def _make_room_for(spec: JobSpec, state: PoolState, view: RecordIndex) -> PodRec
 
 
 def should_assign_work(
-    state: PoolState, agent_id: str, job: JobIdentifier, spec: JobSpec, now: float
+    state: PoolState, agent_id: str, job: JobIdentifier, spec: JobSpec, clock: Clock
 ) -> tuple[bool, Plan]:
     """`true` when the pod may take this job; the pod is busy from that instant. A `false` changes
-    nothing, except that a pod that asks has evidently registered."""
+    nothing, except that a pod that asks has evidently registered. (The clock, not the time: most
+    answers are `false` and need none, and this is the plugin's most frequent request.)"""
     record = state.record(agent_id)
     if record is None or not state.alive(record):
         return False, NOTHING
-    registration = NOTHING if record.registered else Plan((marks.registered(record, now),))
+    registration = NOTHING if record.registered else Plan((marks.registered(record, clock.now()),))
     if record.state not in (PodState.BOOTING, PodState.IDLE):
         return False, registration
     if record.reuse and spec.reuse:
@@ -125,6 +127,7 @@ def should_assign_work(
         fits = not record.reuse and record.created_for_job_id == job.job_id and record.jobs_run == 0
     if not fits or state.given_to_another_pod(job.job_id, agent_id):
         return False, registration
+    now = clock.now()
     if record.jobs_run:
         text = f"reused pod {agent_id}, its {ordinal(record.jobs_run + 1)} job"
     else:

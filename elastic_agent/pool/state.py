@@ -88,6 +88,11 @@ class PoolState:
         with self.lock:
             return self._port
 
+    @property
+    def settings_unlocked(self) -> ClusterProfile:
+        # Reading one reference is atomic; callers only compare it with what a request brought.
+        return self._settings
+
     def commit_settings(self, settings: ClusterProfile) -> None:
         with self.lock:
             self._settings = settings

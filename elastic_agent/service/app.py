@@ -30,7 +30,7 @@ from elastic_agent.pool.remote_file import RemoteFileError
 from elastic_agent.service.metrics import Metrics
 from executors.base import Incident, RequestContext, new_incident
 from executors.base import Response as PluginResponse
-from executors.dispatch import PREFIX, executor_for
+from executors.dispatch import EXECUTORS, PREFIX, executor_for
 from profiles.errors import ProfileError
 
 if TYPE_CHECKING:
@@ -128,21 +128,25 @@ def plugin_requests_first(
     flask_app: WSGIApplication, plugin: PluginRequests, max_body_bytes: int
 ) -> WSGIApplication:
     """Serves `POST /gocd/plugin/...` (see the module's docstring); everything else goes to Flask."""
+    known = {PLUGIN_PATH + name: name for name in EXECUTORS}  # one lookup for the common case
 
     def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
-        if not path.startswith(PLUGIN_PATH):
-            return flask_app(environ, start_response)
-        name = path[len(PLUGIN_PATH) :]
+        name = known.get(path)
+        if name is None:
+            if not path.startswith(PLUGIN_PATH):
+                return flask_app(environ, start_response)
+            name = path[len(PLUGIN_PATH) :]
+        length = _declared_length(environ)
         if environ.get("REQUEST_METHOD") != "POST":
             answer = PluginAnswer(405, "plugin requests are sent with POST (the bridge contract)\n", TEXT)
         elif not plugin.authorized(environ.get("HTTP_AUTHORIZATION", "")):
             answer = PluginAnswer(401, "missing or wrong token\n", TEXT)
-        elif _declared_length(environ) > max_body_bytes:
+        elif length > max_body_bytes:
             answer = _too_large(plugin, name, max_body_bytes)
         else:
             answer = plugin.answer(
-                name, environ.get("HTTP_X_GOCD_CALLBACK_URL"), lambda: _read(environ, max_body_bytes)
+                name, environ.get("HTTP_X_GOCD_CALLBACK_URL"), lambda: _read(environ, length, max_body_bytes)
             )
         body = answer.body.encode()
         headers = [("Content-Type", CONTENT_TYPES[answer.mimetype]), ("Content-Length", str(len(body)))]
@@ -161,12 +165,21 @@ def _declared_length(environ: WSGIEnvironment) -> int:
     return int(text) if text.isdigit() else 0
 
 
-def _read(environ: WSGIEnvironment, limit: int) -> str:
-    """The body as werkzeug reads it; a body without a length that runs past `limit` is refused."""
-    data = get_input_stream(environ, max_content_length=None).read(limit + 1)
-    if len(data) > limit:
-        raise BodyTooLarge
-    return data.decode(errors="replace")
+def _read(environ: WSGIEnvironment, length: int, limit: int) -> str:
+    """The body as werkzeug reads it. A declared `length` was checked against `limit` already; a body
+    without one is read in steps (not with read(limit), which would allocate `limit` bytes every time)
+    and refused once it runs past `limit`."""
+    stream = get_input_stream(environ, max_content_length=None)
+    if length:
+        return stream.read().decode(errors="replace")
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := stream.read(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def _too_large(plugin: PluginRequests, name: str, limit: int) -> PluginAnswer:
