@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -37,7 +38,9 @@ class DigestCache(Generic[Value]):
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._entries: dict[bytes, Value] = {}
+        # Ordered by insertion; OrderedDict because evicting the oldest entry of a plain dict again and
+        # again walks over the slots the evictions left behind.
+        self._entries: OrderedDict[bytes, Value] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: bytes, make: Callable[[], Value]) -> Value:
@@ -50,7 +53,7 @@ class DigestCache(Generic[Value]):
             entries = self._entries
             entries[key] = value
             while len(entries) > self._capacity:
-                del entries[next(iter(entries))]
+                entries.popitem(last=False)
         return value
 
     def __len__(self) -> int:
