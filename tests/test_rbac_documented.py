@@ -1,0 +1,25 @@
+"""The README's RBAC line says exactly what docker/rbac/role.yaml grants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def rbac_line(role: dict[str, object]) -> str:
+    """`pods create/list/watch/patch/delete, pods/log get, events list`, from the Role's rules."""
+    rules = role["rules"]
+    assert isinstance(rules, list)
+    return ", ".join(f"{resource} {'/'.join(rule['verbs'])}" for rule in rules for resource in rule["resources"])
+
+
+def test_the_readme_names_every_rule_of_the_role_and_no_other() -> None:
+    role = yaml.safe_load((ROOT / "docker" / "rbac" / "role.yaml").read_text())
+    assert role["kind"] == "Role", "namespaced: the backend needs nothing at cluster scope"
+    line = rbac_line(role)
+    assert line == "pods create/list/watch/patch/delete, pods/log get, events list"
+    readme = (ROOT / "README.md").read_text()
+    assert f"`docker/rbac/role.yaml`: {line})" in readme
