@@ -14,6 +14,7 @@ fi
 .venv/bin/mypy
 .venv/bin/deptry .  # every import declared, nothing declared unused (pyproject.toml, [tool.deptry])
 .venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
+.venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
 .venv/bin/python -m pytest -q "$@"
 mvn_log=.venv/mvn-verify.log
 if ! (cd bridge && PATH="$PWD/../.venv/bin:$PATH" mvn -B -ntp verify >"../$mvn_log" 2>&1); then

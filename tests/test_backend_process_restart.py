@@ -34,8 +34,12 @@ from elastic_agent.simulation.gocd_transport import (
     encode,
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
-from elastic_agent.simulation.stack import SwitchableTransport
+from elastic_agent.simulation.stack import ClusterUnderTest, FakeCluster, SwitchableTransport
 from tests.conftest import SPEED, wait_until
+from tests.real_cluster import RealCluster
+from tests.real_kube_fixtures import real_kube, real_kube_binaries
+
+__all__ = ["real_kube", "real_kube_binaries"]  # fixtures, used by name
 
 TOKEN = "process-restart-token"
 CREATE = REQUEST_PREFIX + "create-agent"
@@ -97,25 +101,31 @@ class BackendProcess:
 
 
 class World:
-    """Everything but the backend, in this process."""
+    """Everything but the backend, in this process: the fake API server, or a real one (`cluster`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: ClusterUnderTest | None = None, namespace: str = "default") -> None:
         self.clock = ScaledClock(SPEED)
-        self.kube = FakeKubeServer(clock=SystemClock())
-        self.kube_url = self.kube.start()
+        self.cluster = cluster if cluster is not None else FakeCluster(SystemClock())
+        self.namespace = namespace
         self.transport = SwitchableTransport()
         self.gocd = SimulatedGoCD(self.clock, self.transport, GoCDConfig())
         self.callbacks = CallbackServer(self.gocd, TOKEN)
         self.callback_url = self.callbacks.start()
-        self.kubelet = SimulatedKubelet(self.kube.store, self.clock, self.gocd, boot_delay=10.0)
+        self.kubelet = SimulatedKubelet(self.cluster.pod_host, self.clock, self.gocd, boot_delay=10.0)
         self.kubelet.start()
         self.backends: list[BackendProcess] = []
         self.pods_created: list[str] = []
-        self.kube.store.add_listener(self._on_change)
+        self.cluster.pod_host.add_listener(self._on_change)
+
+    @property
+    def kube(self) -> FakeKubeServer:
+        assert isinstance(self.cluster, FakeCluster), "fault injection needs the fake API server"
+        return self.cluster.server
 
     def _on_change(self, kind: str, pod: dict[str, Any]) -> None:
-        if kind == "ADDED":
-            self.pods_created.append(pod["metadata"]["name"])
+        name = pod["metadata"]["name"]
+        if kind == "ADDED" and name not in self.pods_created:  # a real server's re-list repeats ADDED
+            self.pods_created.append(name)
 
     def start_backend(self) -> BackendProcess:
         backend = BackendProcess(self.callback_url)
@@ -126,13 +136,12 @@ class World:
     def cluster_profile(self) -> dict[str, str]:
         return {
             "go_server_url": "https://gocd.example.test/go",
-            "kubernetes_cluster_url": self.kube_url,
-            "namespace": "default",
-            "security_token": "cluster-token",
+            **self.cluster.profile_properties(),
+            "namespace": self.namespace,
         }
 
     def pods(self) -> dict[str, dict[str, str]]:
-        pods, _ = self.kube.store.list_pods("default")
+        pods, _ = self.cluster.pod_host.list_pods(self.namespace)
         return {p["metadata"]["name"]: p["metadata"].get("annotations", {}) for p in pods}
 
     def stop(self) -> None:
@@ -142,7 +151,7 @@ class World:
         self.transport.switch(None)
         self.kubelet.stop()
         self.callbacks.stop()
-        self.kube.stop()
+        self.cluster.stop()
 
 
 @pytest.fixture
@@ -152,8 +161,21 @@ def world() -> Iterator[World]:
     w.stop()
 
 
+@pytest.fixture(params=["fake", "real"])
+def any_world(request: pytest.FixtureRequest) -> Iterator[World]:
+    """The fake API server, and a real kube-apiserver with the project's Role (tests/real_cluster.py)."""
+    if request.param == "fake":
+        w = World()
+    else:
+        cluster = RealCluster(request.getfixturevalue("real_kube"))
+        w = World(cluster, cluster.namespace)
+    yield w
+    w.stop()
+
+
 @pytest.mark.slow
-def test_idle_pod_is_reused_after_the_backend_process_is_killed_and_restarted(world: World) -> None:
+def test_idle_pod_is_reused_after_the_backend_process_is_killed_and_restarted(any_world: World) -> None:
+    world = any_world
     first_backend = world.start_backend()
     world.gocd.start()
     first = world.gocd.schedule_job("build", "test", "unit", REUSE, world.cluster_profile(), None, 30)

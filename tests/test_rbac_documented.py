@@ -13,7 +13,9 @@ def rbac_line(role: dict[str, object]) -> str:
     """`pods create/list/watch/patch/delete, pods/log get, events list`, from the Role's rules."""
     rules = role["rules"]
     assert isinstance(rules, list)
-    return ", ".join(f"{resource} {'/'.join(rule['verbs'])}" for rule in rules for resource in rule["resources"])
+    return ", ".join(
+        f"{resource} {'/'.join(rule['verbs'])}" for rule in rules for resource in rule["resources"]
+    )
 
 
 def test_the_readme_names_every_rule_of_the_role_and_no_other() -> None:

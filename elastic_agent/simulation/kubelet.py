@@ -17,11 +17,11 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.agents import AgentHost
-from elastic_agent.simulation.fake_kube_store import FakeKubeStore, Obj, rfc3339
+from elastic_agent.simulation.fake_kube_store import Obj, rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,31 @@ class PodFault:
     reason: str = "Error"
     message: str = "the agent container exited with code 1"
     after: float = 0.0
+
+
+class PodHost(Protocol):
+    """What the kubelet drives: the fake API server's store, or a real API server through its API
+    (apiserver_node.ApiServerNode)."""
+
+    nodes: list[str]
+
+    def add_listener(self, listener: Callable[[str, Obj], None]) -> None: ...
+
+    def list_pods(self, ns: str | None) -> tuple[list[Obj], Any]:
+        """The pods of a namespace and the list's resourceVersion."""
+
+    def get_pod(self, ns: str, name: str) -> Obj: ...
+
+    def update_status(self, ns: str, name: str, uid: str | None, status: Mapping[str, Any]) -> Obj | None:
+        """Bind the pod to `status["nodeName"]` if given, merge the rest into its status; None when it is
+        gone or replaced."""
+
+    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None: ...
+
+    def append_log(self, ns: str, pod_name: str, line: str) -> None: ...
+
+    def tick(self) -> None:
+        """Finish the graceful deletions that are due."""
 
 
 BootDelay = float | Callable[[Obj], float]
@@ -68,7 +93,7 @@ class _PodLife:
 class SimulatedKubelet:
     def __init__(
         self,
-        store: FakeKubeStore,
+        store: PodHost,
         clock: Clock,
         agent_host: AgentHost,
         *,

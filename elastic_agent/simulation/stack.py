@@ -1,8 +1,10 @@
-"""The whole system on one machine: the backend served over HTTP, the fake Kubernetes API server with
-its simulated kubelet, and the simulated GoCD server with its callback endpoint, on one clock.
+"""The whole system on one machine: the backend served over HTTP, a Kubernetes API server with the
+simulated kubelet, and the simulated GoCD server with its callback endpoint, on one clock.
 
-Integration tests and the demo use it; the backend can be restarted (a new process would lose exactly
-what this loses: memory, not pods).
+The API server is the project's fake by default (`FakeCluster`: fault injection, any clock); the tests
+on a real kube-apiserver pass a cluster of their own (tests/real_cluster.py), driven by the same
+simulated kubelet through the API (apiserver_node.py). Integration tests and the demo use it; the
+backend can be restarted (a new process would lose exactly what this loses: memory, not pods).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from elastic_agent.backend import Backend
 from elastic_agent.clock import Clock
@@ -19,7 +21,7 @@ from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.gocd_transport import HttpPluginTransport
-from elastic_agent.simulation.kubelet import SimulatedKubelet
+from elastic_agent.simulation.kubelet import PodHost, SimulatedKubelet
 
 TOKEN = "stack-token-not-a-secret"
 
@@ -45,6 +47,34 @@ class SwitchableTransport:
             old.close()
 
 
+class ClusterUnderTest(Protocol):
+    """A Kubernetes API server for the stack: where it is, the credentials of a cluster profile for it,
+    and what the simulated kubelet drives."""
+
+    url: str
+    pod_host: PodHost
+
+    def profile_properties(self) -> dict[str, str]:
+        """`kubernetes_cluster_url` and the credentials (`security_token`, `kubernetes_cluster_ca_cert`)."""
+
+    def stop(self) -> None: ...
+
+
+class FakeCluster:
+    """The project's fake API server (fake_kube.py), over real HTTP."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.server = FakeKubeServer(clock=clock)
+        self.url = self.server.start()
+        self.pod_host: PodHost = self.server.store
+
+    def profile_properties(self) -> dict[str, str]:
+        return {"kubernetes_cluster_url": self.url, "security_token": "cluster-token"}
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
 @dataclass
 class StackOptions:
     boot_delay: float | Callable[..., float] = 2.0
@@ -54,21 +84,31 @@ class StackOptions:
 
 
 class Stack:
-    def __init__(self, clock: Clock, options: StackOptions | None = None) -> None:
+    def __init__(
+        self, clock: Clock, options: StackOptions | None = None, cluster: ClusterUnderTest | None = None
+    ) -> None:
         self.clock = clock
         self.options = options or StackOptions()
-        self.kube = FakeKubeServer(clock=clock)
-        self.kube_url = self.kube.start()
+        self.cluster = cluster if cluster is not None else FakeCluster(clock)
         self.transport = SwitchableTransport()
         self.gocd = SimulatedGoCD(clock, self.transport, self.options.gocd)
         self.callbacks = CallbackServer(self.gocd, TOKEN)
         self.callback_url = self.callbacks.start()
-        self.kubelet = SimulatedKubelet(self.kube.store, clock, self.gocd, boot_delay=self.options.boot_delay)
+        self.kubelet = SimulatedKubelet(
+            self.cluster.pod_host, clock, self.gocd, boot_delay=self.options.boot_delay
+        )
         self.service: RunningService | None = None
         self.start_backend()
         self.kubelet.start()
         if self.options.start_gocd:
             self.gocd.start()
+
+    @property
+    def kube(self) -> FakeKubeServer:
+        """The fake API server, for its fault injection (a stack on a real server has none)."""
+        if not isinstance(self.cluster, FakeCluster):
+            raise TypeError("this stack runs on a real API server: it has no fake to inject faults into")
+        return self.cluster.server
 
     @property
     def backend(self) -> Backend:
@@ -81,7 +121,8 @@ class Stack:
         self.transport.switch(HttpPluginTransport(self.service.url, TOKEN, self.callback_url))
 
     def stop_backend(self) -> None:
-        """Like a killed process: answers stop, memory is gone, pods stay."""
+        """As on SIGTERM: answers stop after those in flight, queued pod states are written, memory is
+        gone, pods stay."""
         self.transport.switch(None)
         if self.service is not None:
             self.service.stop()
@@ -94,9 +135,8 @@ class Stack:
     def cluster_profile(self, **overrides: str) -> dict[str, str]:
         profile = {
             "go_server_url": "https://gocd.example.test/go",
-            "kubernetes_cluster_url": self.kube_url,
+            **self.cluster.profile_properties(),
             "namespace": self.options.namespace,
-            "security_token": "cluster-token",
             "pending_pods_count": "10",
             "auto_register_timeout": "10m",
         }
@@ -110,7 +150,7 @@ class Stack:
         return profile
 
     def pods(self) -> list[dict[str, Any]]:
-        pods, _ = self.kube.store.list_pods(self.options.namespace)
+        pods, _ = self.cluster.pod_host.list_pods(self.options.namespace)
         return pods
 
     def stop(self) -> None:
@@ -118,4 +158,4 @@ class Stack:
         self.kubelet.stop()
         self.stop_backend()
         self.callbacks.stop()
-        self.kube.stop()
+        self.cluster.stop()
