@@ -9,9 +9,11 @@ from elastic_agent.gocd.messages import Agent, ServerPingRequest, cluster_profil
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
 from executors.base import RequestContext, Response
+from profiles.cluster import ClusterProfile
 from profiles.errors import ProfileError
 
 log = logging.getLogger(__name__)
+CALL_KINDS = ("write", "delete")  # pool.state.PROBLEMS
 
 
 def server_ping(body: str, ctx: RequestContext) -> Response:
@@ -38,6 +40,7 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
                 raise problem
             pool.reconcile(agents, gocd, marks.get(pool, 0))
             backend.report_cluster_ok(cluster)
+            _report_call_problems(ctx, cluster, pool.problems())
         except ClusterError as error:
             every_cluster_seen = False
             what = (
@@ -52,6 +55,18 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
         _remove_agents_without_pods(ctx, agents)
     backend.publish_health(gocd)
     return Response.text("")
+
+
+def _report_call_problems(ctx: RequestContext, cluster: ClusterProfile, problems: Mapping[str, str]) -> None:
+    """Writes and deletions the cluster refuses (an RBAC rule missing, a quota, an admission webhook)
+    show in GoCD until they work again; the watch's problems are reported above."""
+    url = cluster.kubernetes_cluster_url or "(in-cluster)"
+    where = f"The Kubernetes cluster {url} namespace {cluster.namespace}"
+    for what in CALL_KINDS:
+        if what in problems:
+            ctx.backend.report_cluster_problem(cluster, f"{where}: {problems[what]}", what)
+        else:
+            ctx.backend.report_cluster_ok(cluster, what)
 
 
 def _remove_agents_without_pods(ctx: RequestContext, agents: Mapping[str, Agent]) -> None:

@@ -291,8 +291,9 @@ def render_agent_status(
     row = _row(record, view, now)
     events: list[dict[str, Any]] = []
     log_text = ""
-    problem = None
+    problems: list[str] = []
     raw_events: list[dict[str, Any]] = []
+    # Each read on its own: the RBAC may grant one and not the other (events list, pods/log get).
     try:
         raw_events = pool.port.pod_events(record.name)
         events = [
@@ -305,9 +306,12 @@ def render_agent_status(
             }
             for event in raw_events
         ]
+    except ClusterError as error:
+        problems.append(f"Events could not be read: {_redact(str(error))}")
+    try:
         log_text = _redact(pool.port.pod_log(record.name, tail_lines=LOG_LINES))
     except ClusterError as error:
-        problem = _redact(str(error))
+        problems.append(f"The log could not be read: {_redact(str(error))}")
     failed_ago = None
     if row.state == "failed":
         # The Warning event of the failure (Evicted, Error, ...) tells when it happened.
@@ -329,7 +333,7 @@ def render_agent_status(
         events=events,
         log_text=log_text.rstrip("\n"),
         log_lines=LOG_LINES,
-        problem=problem,
+        problems=problems,
         failed_ago=failed_ago,
         generated=generated,
     )

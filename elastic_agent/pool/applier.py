@@ -144,7 +144,12 @@ class Applier:
                 record = state.record(name)
                 if name in building and record is not None and not record.failed:
                     continue  # never delete a pod whose agent builds; its job-completion or a ping goes on
-                port.delete_pod(name)
+                try:
+                    port.delete_pod(name)
+                except ClusterError as error:
+                    state.note_problem("delete", error)
+                    raise
+                state.note_problem("delete", None)
                 state.note_deleted(name)
                 deleted.append(name)
                 self._narrator.decision(f"retired pod {name}: {reasons[name]}")

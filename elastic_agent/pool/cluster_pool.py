@@ -123,6 +123,10 @@ class ClusterPool:
     def change_mark(self) -> int:
         return self.state.change_mark()
 
+    def problems(self) -> dict[str, str]:
+        """Kinds of cluster calls failing now ("write", "delete") and what that means, in a sentence."""
+        return self.state.problems()
+
     # -- the requests ----------------------------------------------------------------------------------
 
     def create_agent(self, job: JobIdentifier, spec: JobSpec, key: str, gocd: GoCDServer) -> CreateOutcome:

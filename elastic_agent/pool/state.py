@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 
 from elastic_agent.clock import Clock
-from elastic_agent.kube.port import ClusterPort, PodView
+from elastic_agent.kube.port import ClusterError, ClusterPort, PodView
 from elastic_agent.pool.fingerprints import FingerprintBook
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.keys import RegistrationKeys
@@ -34,6 +34,11 @@ from elastic_agent.pool.records import PodRecord, PodState
 from profiles.cluster import ClusterProfile
 
 Overlay = dict[str, str | None]
+# What each kind of failing call means for the admin reading GoCD's health messages.
+PROBLEMS = {
+    "write": "Writing the state of agent pods fails (it is kept in memory and written again at every ping)",
+    "delete": "Deleting agent pods fails (they stay retiring, and every ping tries again)",
+}
 
 
 class PoolState:
@@ -74,6 +79,8 @@ class PoolState:
         # pod's next assignment or with the pod: neither map outgrows the pods.
         self._assigned: dict[str, tuple[int, float]] = {}
         self._pod_of_job: dict[int, str] = {}
+        # Kinds of cluster calls that fail now ("write", "delete") -> the sentence for GoCD's health.
+        self._problems: dict[str, str] = {}
         port.add_listener(self._heard)
 
     # -- what changes with the cluster profile -------------------------------------------------------
@@ -320,6 +327,21 @@ class PoolState:
         """Deleted pods the watch no longer shows need no remembering."""
         with self.lock:
             self._deleted &= self.known_pod_names()
+
+    # -- problems with the cluster, for GoCD's health messages ------------------------------------------
+
+    def note_problem(self, what: str, error: ClusterError | None) -> None:
+        with self.lock:
+            if error is None:
+                self._problems.pop(what, None)
+            else:
+                self._problems[what] = (
+                    PROBLEMS.get(what, "Calls to the Kubernetes cluster fail") + f": {error}"
+                )
+
+    def problems(self) -> dict[str, str]:
+        with self.lock:
+            return dict(self._problems)
 
     # -- what the writer persists ----------------------------------------------------------------------
 

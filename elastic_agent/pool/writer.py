@@ -26,11 +26,15 @@ from elastic_agent.yielding import let_the_answer_go_first
 log = logging.getLogger(__name__)
 
 Overlay = dict[str, str | None]
+WRITE = "write"  # the kind of call a write problem is about (PendingWrites.note_problem)
 
 
 class PendingWrites(Protocol):
     def take_unwritten(self, name: str) -> tuple[Overlay, Overlay] | None:
         """(annotations, labels) still to be written for a pod, or None."""
+
+    def note_problem(self, what: str, error: ClusterError | None) -> None:
+        """A call of kind `what` failed with `error`, or (None) worked: GoCD's health messages say so."""
 
 
 class StateWriter(Protocol):
@@ -124,6 +128,7 @@ class AnnotationWriter:
                     labels=pod_labels or None,
                     resource_version=pod.resource_version,
                 )
+                self._pending.note_problem(WRITE, None)
                 return
             except Conflict:
                 # Our cached copy is older than the server's; the watch brings the newer one shortly.
@@ -132,5 +137,6 @@ class AnnotationWriter:
                 return
             except ClusterError as error:
                 log.warning("could not persist the state of pod %s: %s", name, error)
+                self._pending.note_problem(WRITE, error)
                 return
         log.warning("pod %s kept changing; its state will be written at the next ping", name)
