@@ -67,8 +67,8 @@ def make_real_stack(real_kube: ControlPlane) -> Iterator[Callable[..., Stack]]:
     stacks: list[Stack] = []
 
     def make(boot_delay: float = 10.0, start_gocd: bool = True, role: Mapping[str, Any] | None = None,
-             **gocd: Any) -> Stack:  # fmt: skip
-        cluster = RealCluster(real_kube, role)
+             cluster: RealCluster | None = None, **gocd: Any) -> Stack:  # fmt: skip
+        cluster = cluster or RealCluster(real_kube, role)
         options = StackOptions(
             boot_delay=boot_delay, gocd=GoCDConfig(**gocd), namespace=cluster.namespace, start_gocd=start_gocd
         )

@@ -12,12 +12,15 @@ import binascii
 import contextlib
 import os
 import tempfile
+from pathlib import Path
 
 import urllib3
 from kubernetes import client, config
 
 from elastic_agent.kube.port import ClusterError
 
+# Where Kubernetes mounts a pod's service account (token, ca.crt, namespace).
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 NO_CLUSTER = (
     "the cluster profile has no kubernetes_cluster_url, and the backend runs neither inside Kubernetes "
     "nor with a kubeconfig: set kubernetes_cluster_url (and security_token) in the cluster profile"
@@ -69,6 +72,53 @@ def _private_file(content: str) -> str:
     return path
 
 
+class ServiceAccountToken:
+    """The pod's service-account token, read again whenever the kubelet rewrites its file.
+
+    Bound tokens expire (an hour by default) and kubelet replaces the projected file well before that;
+    a client that read it once gets 401s from then on, the official plugin's long-open bug
+    (kubernetes-elastic-agents #382). The client library's own loader re-reads at most once a minute
+    after its first read; this checks the file before every API call (one stat) and re-reads it as soon
+    as it changed, so a rotation never leaves a window of refused calls."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._seen: tuple[int, int, int] | None = None
+        self.token = ""
+
+    def refresh(self, configuration: client.Configuration) -> None:
+        """The client's `refresh_api_key_hook`: called before each request is signed."""
+        try:
+            stat = self._path.stat()
+        except OSError:
+            return  # a rotation in progress: the kubelet swaps a symlink; keep the token we have
+        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if seen != self._seen:
+            token = self._path.read_text().strip()
+            if token:
+                self._seen, self.token = seen, token
+        configuration.api_key = {"BearerToken": self.token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+
+
+def _in_cluster(configuration: client.Configuration) -> None:
+    """The pod's service account: KUBERNETES_SERVICE_HOST/PORT, the token and the CA in
+    SERVICE_ACCOUNT_DIR, as the client library's in-cluster loader reads them, the token kept fresh."""
+    host = os.environ["KUBERNETES_SERVICE_HOST"]
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    token_file, ca_file = SERVICE_ACCOUNT_DIR / "token", SERVICE_ACCOUNT_DIR / "ca.crt"
+    if not token_file.is_file() or not ca_file.is_file():
+        raise ConnectError(
+            f"running inside Kubernetes (KUBERNETES_SERVICE_HOST is set) but {SERVICE_ACCOUNT_DIR} has no "
+            "service-account token or CA: mount the service account, or set kubernetes_cluster_url"
+        )
+    configuration.host = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    configuration.ssl_ca_cert = str(ca_file)
+    token = ServiceAccountToken(token_file)
+    token.refresh(configuration)
+    configuration.refresh_api_key_hook = token.refresh
+
+
 def connect(
     *,
     url: str | None = None,
@@ -92,7 +142,7 @@ def connect(
         # Without a CA, https is verified against the system's CAs (urllib3's default with certifi).
         configuration.verify_ssl = True
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config(client_configuration=configuration)
+        _in_cluster(configuration)
     else:
         try:
             config.load_kube_config(

@@ -147,6 +147,19 @@ class SimulatedGoCD(ServerSide):
             self._add_job(job)
             return job
 
+    def edit_cluster_profile(self, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+        """An admin edits a cluster profile: from now on every request carries the new properties, the
+        waiting and running jobs' too (GoCD reads them from its configuration at each request)."""
+        old_key = tuple(sorted(old.items()))
+        with self._state_lock:
+            self._cluster_profiles_seen.pop(old_key, None)
+            self._cluster_profiles_seen[tuple(sorted(new.items()))] = dict(new)
+            for job in self._jobs.values():
+                if tuple(sorted(job.cluster_profile_properties.items())) == old_key:
+                    job.cluster_profile_properties.clear()
+                    job.cluster_profile_properties.update(new)
+            self._encoded_jobs.clear()  # pre-encoded should-assign-work members carry the old ones
+
     def cancel_job(self, job_id: int) -> bool:
         """Cancel a waiting job (it just stops being offered: no message) or a building one (the agent
         stops at once and job-completion follows, as for any completed job)."""
