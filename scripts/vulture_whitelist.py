@@ -9,7 +9,7 @@ pool_state, state_for, age, job_relation, meaning, synced
 _.total
 
 # Set on the kubernetes client's Configuration, read by the client.
-_.api_key, _.api_key_prefix, _.retries
+_.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 
 # Flask routes, registered by decorator.
 healthz, metrics_page
