@@ -116,3 +116,17 @@ def test_a_churn_over_two_profiles_and_two_environments_keeps_every_invariant_an
     reuse_jobs = sum(1 for job in done if job.job_name.startswith("reuse"))
     assert len(by_pod) - len(single_pods) < reuse_jobs / 2, "reuse: far fewer pods than jobs"
     wait_until(lambda: nothing_left(stack), 60, "every pod and agent to be removed after the idle timeout")
+
+
+def test_an_idle_pod_evicted_by_its_node_is_retired_and_replaced(
+    make_real_stack: Callable[..., Stack],
+) -> None:
+    stack = make_real_stack()
+    profile = reuse_profile(stack)
+    name = run_to_idle(stack, schedule(stack, profile))
+    stack.kubelet.evict(name)  # phase Failed, reason Evicted, written through pods/status
+    wait_until(lambda: name not in pod_names(stack), 30, "the evicted pod to be deleted at a ping")
+    wait_until(lambda: stack.gocd.agent(name) is None, 10, "its agent to be removed")
+    again = completed(stack, schedule(stack, profile), timeout_s=60)
+    assert again.agent_id != name
+    assert not [m.message for m in stack.gocd.health_messages]
