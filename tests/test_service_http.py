@@ -197,3 +197,25 @@ def test_metrics_need_no_token_and_count_requests(stack: Stack) -> None:
     assert "gocd_elastic_agent_unauthorized_requests_total 1.0" in text
     assert 'gocd_elastic_agent_pods{state="idle"}' in text
     assert TOKEN not in text
+
+
+def test_liveness_and_readiness_answer_and_readiness_turns_503_while_stopping(stack: Stack) -> None:
+    assert stack.service is not None
+    url = stack.service.url
+    assert requests.get(f"{url}/livez", timeout=5).status_code == 200
+    assert requests.get(f"{url}/readyz", timeout=5).status_code == 200
+    stack.service.stopping.set()  # what a SIGTERM does first
+    answer = requests.get(f"{url}/readyz", timeout=5)
+    assert answer.status_code == 503 and "stopping" in answer.text
+    assert requests.get(f"{url}/livez", timeout=5).status_code == 200, "alive while it stops"
+
+
+def test_the_probe_command_exits_0_only_when_the_backend_answers_200(stack: Stack) -> None:
+    from elastic_agent.service.cli import main
+
+    assert stack.service is not None
+    assert main(["probe", "--url", f"{stack.service.url}/readyz"]) == 0
+    assert main(["probe", "--url", f"{stack.service.url}/no-such-endpoint"]) == 1
+    assert main(["probe", "--url", "http://127.0.0.1:9/readyz", "--timeout", "0.5"]) == 1
+    stack.service.stopping.set()
+    assert main(["probe", "--url", f"{stack.service.url}/readyz"]) == 1

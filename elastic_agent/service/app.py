@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import TYPE_CHECKING, NamedTuple
@@ -49,18 +50,38 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 def create_app(
-    backend: Backend, token: str, metrics: Metrics | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    backend: Backend,
+    token: str,
+    metrics: Metrics | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    stopping: threading.Event | None = None,
 ) -> Flask:
+    """`stopping`: set once a graceful stop has begun (wsgi.RunningService.stop); /readyz says so."""
     if not token:
         raise ValueError("a token is required")
     metrics = metrics or Metrics()
     metrics.watch_pods(lambda: pod_counts(backend))
     app = Flask("elastic_agent")
     plugin = PluginRequests(backend, token, metrics)
+    stopping = stopping or threading.Event()
 
     @app.get("/healthz")
     def healthz() -> Response:
+        """The bridge contract: 200 once ready to answer requests."""
         return Response("ok\n", mimetype="text/plain")
+
+    # Kubernetes probes. Liveness asks only whether the process answers: a cluster or GoCD that cannot be
+    # reached is reported in GoCD's health messages, and restarting the backend would not mend it.
+    # Readiness turns 503 while a SIGTERM is being handled.
+    @app.get("/livez")
+    def livez() -> Response:
+        return Response("alive\n", mimetype="text/plain")
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        if stopping.is_set():
+            return Response("stopping: answering the requests in flight\n", status=503, mimetype="text/plain")
+        return Response("ready\n", mimetype="text/plain")
 
     @app.get("/metrics")
     def metrics_page() -> Response:

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import urllib.request
 from collections.abc import Sequence
 
 from elastic_agent.service.config import DEFAULT_BIND, ConfigError, load_config
@@ -44,14 +45,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     advise.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
     )
+    probe = commands.add_parser(
+        "probe", help="exit 0 when the backend answers 200 (a Kubernetes exec probe: it listens on loopback)"
+    )
+    probe.add_argument(
+        "--url", default=f"http://{DEFAULT_BIND}/readyz", help="default: /readyz on the default bind"
+    )
+    probe.add_argument("--timeout", type=float, default=2.0, help="seconds (default 2)")
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "probe":
+        return _probe(args.url, args.timeout)
     if args.command == "advise":
         return _advise(args)
     from elastic_agent.simulation.demo import run_demo
 
     return run_demo(jobs=args.jobs, speed=args.speed, seed=args.seed)
+
+
+def _probe(url: str, timeout_s: float) -> int:
+    """An httpGet probe connects to the pod's IP, where the backend does not listen; an exec probe runs
+    in the container, on its loopback. No dependency beyond the standard library: it runs every few
+    seconds."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+            ok = answer.status == 200
+    except (OSError, ValueError) as error:
+        print(f"probe: {url}: {error}", file=sys.stderr)
+        return 1
+    return 0 if ok else 1
 
 
 def _advise(args: argparse.Namespace) -> int:

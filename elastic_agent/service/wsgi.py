@@ -161,8 +161,10 @@ class RunningService:
     backend: Backend
     url: str
     server: WsgiServer
+    stopping: threading.Event
 
     def stop(self, within_s: float = STOP_WITHIN_S) -> None:
+        self.stopping.set()
         # Real time on purpose: how long the process may take to exit, not the plugin's (scaled) time.
         started = time.monotonic()
         self.server.stop(answers_by=started + min(ANSWERS_WITHIN_S, within_s / 2))
@@ -172,7 +174,8 @@ class RunningService:
 def serve_in_background(
     backend: Backend, token: str, host: str = "127.0.0.1", port: int = 0, threads: int = 16
 ) -> RunningService:
-    app = create_app(backend, token, Metrics())
+    stopping = threading.Event()
+    app = create_app(backend, token, Metrics(), stopping=stopping)
     server = WsgiServer(app, host, port, threads)
     server.start()
-    return RunningService(app, backend, f"http://{host}:{server.port}", server)
+    return RunningService(app, backend, f"http://{host}:{server.port}", server, stopping)
