@@ -6,10 +6,11 @@ PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test,sim]'
+  # constraints.txt pins every package to the versions the tests ran with (the image uses it too).
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test,sim]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

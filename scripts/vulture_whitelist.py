@@ -12,10 +12,10 @@ _.total
 _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 
 # Flask routes, registered by decorator.
-healthz, metrics_page
+healthz, livez, readyz, metrics_page
 
 # Overrides of http.server / werkzeug hooks.
-_.log_request, _.close_connection, _.handle_startendtag, _.handle_endtag, _.handle_data
+_.do_POST, _.log_message, _.log_request, _.close_connection, _.handle_startendtag, _.handle_endtag, _.handle_data
 
 # The simulated GoCD server's records and statistics: what it knows, read by people and in reprs.
 _.registrations_refused, _.used_at, issued_at, used_at, registrations_refused, deleted_with_live_process

@@ -54,6 +54,7 @@ from kubernetes.client.rest import ApiException
 MODULE_DIR = Path(__file__).resolve().parent.parent / "kube-control-plane"
 APISERVER_PACKAGE = "k8s.io/kubernetes/cmd/kube-apiserver"
 ETCD_PACKAGE = "./etcd"
+KUSTOMIZE_PACKAGE = "sigs.k8s.io/kustomize/kustomize/v5"
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 READY_TIMEOUT_S = 60.0  # the apiserver is ready about 3 s after start; a bound, not an expectation
@@ -77,6 +78,7 @@ class Binaries:
     etcd: Path
     kubernetes_version: str
     etcd_version: str
+    kustomize: Path  # renders the project's Kustomize manifests in their tests (kube-control-plane/kustomize)
 
 
 # --- building -------------------------------------------------------------------------------------------
@@ -98,7 +100,7 @@ def _inputs_digest(module_dir: Path, kubernetes_version: str) -> str:
     """What the binaries are built from (go.mod, go.sum, etcd's main and the build flags): a changed
     input gets a fresh cache folder, never a stale binary."""
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "etcd/main.go"):
+    for name in ("go.mod", "go.sum", "etcd/main.go", "kustomize/go.mod", "kustomize/go.sum"):
         digest.update((module_dir / name).read_bytes())
     digest.update(repr(_build_flags(kubernetes_version)).encode())
     return digest.hexdigest()[:12]
@@ -123,11 +125,11 @@ def default_cache_root() -> Path:
 
 
 def _complete(folder: Path) -> Binaries | None:
-    apiserver, etcd = folder / "kube-apiserver", folder / "etcd"
-    if not (os.access(apiserver, os.X_OK) and os.access(etcd, os.X_OK)):
+    apiserver, etcd, kustomize = folder / "kube-apiserver", folder / "etcd", folder / "kustomize"
+    if not all(os.access(binary, os.X_OK) for binary in (apiserver, etcd, kustomize)):
         return None
     kubernetes_version, etcd_version = pinned_versions()
-    return Binaries(apiserver, etcd, kubernetes_version, etcd_version)
+    return Binaries(apiserver, etcd, kubernetes_version, etcd_version, kustomize)
 
 
 @contextmanager
@@ -141,17 +143,19 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _go_build(go: str, output: Path, package: str, kubernetes_version: str) -> None:
+def _go_build(
+    go: str, output: Path, package: str, kubernetes_version: str, module_dir: Path = MODULE_DIR
+) -> None:
     env = dict(os.environ)
     # -mod=readonly: the build list is go.mod's and every module is checked against go.sum; a GOFLAGS of
     # the caller's (-mod=mod) could otherwise update them silently.
     env["GOFLAGS"] = "-mod=readonly -buildvcs=false"
     env["CGO_ENABLED"] = "0"
     command = [go, "build", *_build_flags(kubernetes_version), "-o", str(output), package]
-    result = subprocess.run(command, cwd=MODULE_DIR, env=env, capture_output=True, text=True, check=False)
+    result = subprocess.run(command, cwd=module_dir, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-LOG_TAIL_LINES:])
-        raise BuildError(f"`go build {package}` failed in {MODULE_DIR} (exit {result.returncode}):\n{tail}")
+        raise BuildError(f"`go build {package}` failed in {module_dir} (exit {result.returncode}):\n{tail}")
 
 
 def build(cache_dir: Path | None = None) -> Binaries:
@@ -184,6 +188,9 @@ def build(cache_dir: Path | None = None) -> Binaries:
         try:
             _go_build(go, staging / "kube-apiserver", APISERVER_PACKAGE, kubernetes_version)
             _go_build(go, staging / "etcd", ETCD_PACKAGE, kubernetes_version)
+            _go_build(
+                go, staging / "kustomize", KUSTOMIZE_PACKAGE, kubernetes_version, MODULE_DIR / "kustomize"
+            )
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
         finally:

@@ -1,5 +1,5 @@
 """The real kube-apiserver (tests/control_plane.py) as the cluster of a `Stack`: a namespace of its own,
-a ServiceAccount bound to exactly the project's Role (docker/rbac/role.yaml), whose bound token the
+a ServiceAccount bound to exactly the project's Role (docker/kubernetes/rbac/role.yaml), whose bound token the
 backend uses as `security_token`, with the control plane's CA as `kubernetes_cluster_ca_cert`; and the
 simulated kubelet driving pods through the API (ApiServerNode), with the admin's credentials."""
 
@@ -20,7 +20,7 @@ from elastic_agent.simulation.kubelet import PodHost
 from elastic_agent.simulation.stack import Stack, StackOptions
 from tests.control_plane import ControlPlane
 
-ROLE_FILE = Path(__file__).resolve().parent.parent / "docker" / "rbac" / "role.yaml"
+ROLE_FILE = Path(__file__).resolve().parent.parent / "docker" / "kubernetes" / "rbac" / "role.yaml"
 SERVICE_ACCOUNT = "gocd-elastic-agent"
 # Simulated seconds per real second on the real server: its calls take real milliseconds.
 SPEED = 30.0

@@ -9,10 +9,7 @@ server's timestamps on real time (its 10-minute default idle timeout cannot pass
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from elastic_agent.clock import ScaledClock, SystemClock
 from elastic_agent.pool import labels
@@ -35,6 +31,7 @@ from elastic_agent.simulation.gocd_transport import (
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.stack import ClusterUnderTest, FakeCluster, SwitchableTransport
+from tests.backend_process import BackendProcess
 from tests.conftest import SPEED, wait_until
 from tests.real_cluster import RealCluster
 from tests.real_kube_fixtures import real_kube, real_kube_binaries
@@ -45,59 +42,6 @@ TOKEN = "process-restart-token"
 CREATE = REQUEST_PREFIX + "create-agent"
 ROOT = Path(__file__).resolve().parent.parent
 REUSE = {"Image": "gocd/gocd-agent-alpine-3.19:v24.1.0", "PodSpecType": "properties", "Reuse": "true"}
-
-
-class BackendProcess:
-    """`python -m elastic_agent serve` on a free loopback port."""
-
-    def __init__(self, callback_url: str) -> None:
-        env = {
-            **os.environ,
-            "GOCD_ELASTIC_AGENT_TOKEN": TOKEN,
-            "GOCD_ELASTIC_AGENT_CALLBACK_URL": callback_url,
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "elastic_agent",
-                "serve",
-                "--bind",
-                "127.0.0.1:0",
-                "--log-level",
-                "WARNING",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.stderr: list[str] = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()  # "listening on http://127.0.0.1:PORT"
-        assert line.startswith("listening on "), f"backend did not start: {line!r} {self.stderr}"
-        self.url = line.split()[-1]
-        wait_until(self._healthy, 20, "the backend to answer /healthz")
-
-    def _drain_stderr(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line)
-
-    def _healthy(self) -> bool:
-        try:
-            return requests.get(f"{self.url}/healthz", timeout=1).status_code == 200
-        except requests.RequestException:
-            return False
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown hook, no flush, nothing saved."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
 
 
 class World:
@@ -128,7 +72,9 @@ class World:
             self.pods_created.append(name)
 
     def start_backend(self) -> BackendProcess:
-        backend = BackendProcess(self.callback_url)
+        backend = BackendProcess(
+            env={"GOCD_ELASTIC_AGENT_TOKEN": TOKEN, "GOCD_ELASTIC_AGENT_CALLBACK_URL": self.callback_url}
+        )
         self.backends.append(backend)
         self.transport.switch(HttpPluginTransport(backend.url, TOKEN, self.callback_url))
         return backend

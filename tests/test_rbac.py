@@ -1,8 +1,8 @@
-"""Least privilege, proved on a real kube-apiserver: docker/rbac/role.yaml is exactly what the backend
-needs. The end-to-end tests run with it (tests/test_real_cluster_e2e.py); here each permission of it is
-taken away in turn, and the test shows what breaks, that the backend says so clearly (the job's console,
-GoCD's health messages, the status page), that it does not crash, and that with the permission given
-back everything recovers and no pod is left behind."""
+"""Least privilege, proved on a real kube-apiserver: docker/kubernetes/rbac/role.yaml is exactly what
+the backend needs. The end-to-end tests run with it (tests/test_real_cluster_e2e.py); here each
+permission of it is taken away in turn, and the test shows what breaks, that the backend says so
+clearly (the job's console, GoCD's health messages, the status page), that it does not crash, and that
+with the permission given back everything recovers and no pod is left behind."""
 
 from __future__ import annotations
 

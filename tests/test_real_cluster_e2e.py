@@ -1,5 +1,5 @@
 """End to end on a real kube-apiserver and etcd: the backend over HTTP with a ServiceAccount token bound
-to exactly docker/rbac/role.yaml, the simulated GoCD server, and the simulated kubelet moving pods
+to exactly docker/kubernetes/rbac/role.yaml, the simulated GoCD server, and the simulated kubelet moving pods
 through `pods/status` (there is no real kubelet). GoCD, the kubelet and the backend run on one scaled
 clock; the API server's own timestamps are real time, which the backend never compares with its clock.
 """

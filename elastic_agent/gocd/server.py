@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import urllib3
 
 from elastic_agent.gocd.messages import Agent
+from elastic_agent.gocd.shared_token import SharedToken, shared
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,9 @@ class GoCDClient:
 class BridgeTransport:
     """The bridge's callback endpoint over HTTP. Thread-safe (urllib3's pool is)."""
 
-    def __init__(self, callback_url: str, token: str, http: urllib3.PoolManager, timeout_s: float = 10.0):
+    def __init__(
+        self, callback_url: str, token: SharedToken, http: urllib3.PoolManager, timeout_s: float = 10.0
+    ):
         self.callback_url = callback_url.rstrip("/")
         self._token = token
         self._http = http
@@ -156,7 +159,7 @@ class BridgeTransport:
                 f"{self.callback_url}/gocd/server/{api}",
                 body=body.encode(),
                 headers={
-                    "Authorization": f"Bearer {self._token}",
+                    "Authorization": f"Bearer {self._token.current()}",
                     "X-GoCD-API-Version": version,
                     "Content-Type": "application/json",
                 },
@@ -174,8 +177,10 @@ class GoCDServers:
     """One client per callback URL (the bridge names it in every request), sharing one connection pool.
     `_lock` guards `_clients` and `_last_url`."""
 
-    def __init__(self, token: str, default_callback_url: str | None, timeout_s: float = 10.0) -> None:
-        self._token = token
+    def __init__(
+        self, token: str | SharedToken, default_callback_url: str | None, timeout_s: float = 10.0
+    ) -> None:
+        self._token = shared(token)
         self._default = default_callback_url
         self._timeout = timeout_s
         self._http = urllib3.PoolManager(num_pools=4, maxsize=8)

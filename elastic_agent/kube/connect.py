@@ -18,6 +18,7 @@ import urllib3
 from kubernetes import client, config
 
 from elastic_agent.kube.port import ClusterError
+from elastic_agent.token_file import TokenFile, TokenFileError
 
 # Where Kubernetes mounts a pod's service account (token, ca.crt, namespace).
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -78,26 +79,21 @@ class ServiceAccountToken:
     Bound tokens expire (an hour by default) and kubelet replaces the projected file well before that;
     a client that read it once gets 401s from then on, the official plugin's long-open bug
     (kubernetes-elastic-agents #382). The client library's own loader re-reads at most once a minute
-    after its first read; this checks the file before every API call (one stat) and re-reads it as soon
-    as it changed, so a rotation never leaves a window of refused calls."""
+    after its first read; this checks the file before every API call (`TokenFile`: one stat)."""
 
     def __init__(self, path: Path) -> None:
-        self._path = path
-        self._seen: tuple[int, int, int] | None = None
-        self.token = ""
+        try:
+            self._file = TokenFile(path)
+        except TokenFileError as error:
+            raise ConnectError(f"the service-account token: {error}") from None
+
+    @property
+    def token(self) -> str:
+        return self._file.current()
 
     def refresh(self, configuration: client.Configuration) -> None:
         """The client's `refresh_api_key_hook`: called before each request is signed."""
-        try:
-            stat = self._path.stat()
-        except OSError:
-            return  # a rotation in progress: the kubelet swaps a symlink; keep the token we have
-        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        if seen != self._seen:
-            token = self._path.read_text().strip()
-            if token:
-                self._seen, self.token = seen, token
-        configuration.api_key = {"BearerToken": self.token}
+        configuration.api_key = {"BearerToken": self._file.current()}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
 
 

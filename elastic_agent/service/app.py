@@ -26,6 +26,7 @@ from werkzeug.wsgi import get_input_stream
 from elastic_agent.backend import Backend
 from elastic_agent.gocd.body import BadRequest
 from elastic_agent.gocd.server import GoCDError
+from elastic_agent.gocd.shared_token import SharedToken, shared
 from elastic_agent.kube.port import ClusterError
 from elastic_agent.pool.remote_file import RemoteFileError
 from elastic_agent.service.metrics import Metrics
@@ -51,18 +52,17 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 
 def create_app(
     backend: Backend,
-    token: str,
+    token: str | SharedToken,
     metrics: Metrics | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     stopping: threading.Event | None = None,
 ) -> Flask:
-    """`stopping`: set once a graceful stop has begun (wsgi.RunningService.stop); /readyz says so."""
-    if not token:
-        raise ValueError("a token is required")
+    """`token`: the one the bridge must send (a `TokenFile` follows its file). `stopping`: set once a
+    graceful stop has begun (wsgi.RunningService.stop); /readyz says so."""
     metrics = metrics or Metrics()
     metrics.watch_pods(lambda: pod_counts(backend))
     app = Flask("elastic_agent")
-    plugin = PluginRequests(backend, token, metrics)
+    plugin = PluginRequests(backend, shared(token), metrics)
     stopping = stopping or threading.Event()
 
     @app.get("/healthz")
@@ -101,17 +101,26 @@ class PluginAnswer(NamedTuple):
 class PluginRequests:
     """`POST /gocd/plugin/<name>`, the bridge contract: token check, executor, answer, metrics."""
 
-    def __init__(self, backend: Backend, token: str, metrics: Metrics) -> None:
+    def __init__(self, backend: Backend, token: SharedToken, metrics: Metrics) -> None:
         self._backend = backend
-        self._expected = f"Bearer {token}".encode()
+        self._token = token
+        self._expected = self._expect(token.current())
         self._metrics = metrics
         # Labelled metric children, looked up once: `labels()` costs a lock and a tuple build per call.
         # Both maps are bounded: known request names (plus "unknown") times the status codes they answer.
         self._latency: dict[str, Histogram] = {}
         self._answered: dict[tuple[str, int], Counter] = {}
 
+    @staticmethod
+    def _expect(token: str) -> tuple[str, bytes]:
+        return token, f"Bearer {token}".encode()
+
     def authorized(self, authorization: str) -> bool:
-        if hmac.compare_digest(authorization.encode(), self._expected):
+        token, expected = self._expected
+        now = self._token.current()
+        if now is not token:  # rotated (a TokenFile returns the same str object until its file changes)
+            token, expected = self._expected = self._expect(now)
+        if hmac.compare_digest(authorization.encode(), expected):
             return True
         self._metrics.unauthorized.inc()
         return False

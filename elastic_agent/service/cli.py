@@ -1,4 +1,4 @@
-"""Command line: `python -m elastic_agent serve|demo|advise`."""
+"""Command line: `python -m elastic_agent serve|demo|advise|migrate-profiles`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import threading
 import urllib.request
 from collections.abc import Sequence
 
+from elastic_agent.service import migrate as migrate_command
 from elastic_agent.service.config import DEFAULT_BIND, ConfigError, load_config
 
 
@@ -52,6 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--url", default=f"http://{DEFAULT_BIND}/readyz", help="default: /readyz on the default bind"
     )
     probe.add_argument("--timeout", type=float, default=2.0, help="seconds (default 2)")
+    migrate = commands.add_parser(
+        "migrate-profiles",
+        help="copy the official Kubernetes plugin's cluster and elastic profiles to this plugin (GoCD's API)",
+        description=migrate_command.DESCRIPTION,
+        epilog=migrate_command.EPILOG,
+    )
+    migrate_command.add_arguments(migrate)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
@@ -59,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _probe(args.url, args.timeout)
     if args.command == "advise":
         return _advise(args)
+    if args.command == "migrate-profiles":
+        return migrate_command.run(args)
     from elastic_agent.simulation.demo import run_demo
 
     return run_demo(jobs=args.jobs, speed=args.speed, seed=args.seed)

@@ -7,6 +7,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from elastic_agent.gocd.shared_token import FixedToken, SharedToken
+from elastic_agent.token_file import TokenFile, TokenFileError
+
 TOKEN_VARIABLE = "GOCD_ELASTIC_AGENT_TOKEN"
 CALLBACK_VARIABLE = "GOCD_ELASTIC_AGENT_CALLBACK_URL"
 DEFAULT_BIND = "127.0.0.1:8155"
@@ -20,7 +23,7 @@ class ConfigError(Exception):
 class ServiceConfig:
     host: str
     port: int
-    token: str
+    token: SharedToken
     callback_url: str | None
     threads: int = 16
 
@@ -41,24 +44,21 @@ def parse_bind(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def load_token(token_file: str | None, environ: dict[str, str] | None = None) -> str:
+def load_token(token_file: str | None, environ: dict[str, str] | None = None) -> SharedToken:
+    """The token file (read again whenever it changes: see shared_token), else the environment's."""
     environ = dict(os.environ) if environ is None else environ
     if token_file:
-        path = Path(token_file)
         try:
-            token = path.read_text(encoding="utf-8").strip()
-        except OSError as error:
-            raise ConfigError(f"cannot read the token file {path}: {error.strerror}") from None
-        if not token:
-            raise ConfigError(f"the token file {path} is empty")
-        return token
+            return TokenFile(Path(token_file))
+        except TokenFileError as error:
+            raise ConfigError(str(error)) from None
     token = environ.get(TOKEN_VARIABLE, "").strip()
     if not token:
         raise ConfigError(
             f"no token: set {TOKEN_VARIABLE} or pass --token-file PATH (the bridge jar must send the same "
             "token); refusing to start without one"
         )
-    return token
+    return FixedToken(token)
 
 
 def load_config(bind: str, token_file: str | None, callback_url: str | None, threads: int) -> ServiceConfig:

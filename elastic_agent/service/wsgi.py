@@ -24,6 +24,7 @@ from waitress.server import create_server
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.gocd.server import GoCDServers
+from elastic_agent.gocd.shared_token import SharedToken
 from elastic_agent.kube.adapter import KubeCluster
 from elastic_agent.kube.connect import connect
 from elastic_agent.kube.port import ClusterPort
@@ -62,7 +63,7 @@ def kubernetes_cluster(profile: ClusterProfile, identity: PodIdentity, clock: Cl
 
 
 def build_backend(
-    token: str,
+    token: str | SharedToken,
     callback_url: str | None,
     clock: Clock | None = None,
     cluster_factory: ClusterFactory = kubernetes_cluster,
@@ -172,7 +173,7 @@ class RunningService:
 
 
 def serve_in_background(
-    backend: Backend, token: str, host: str = "127.0.0.1", port: int = 0, threads: int = 16
+    backend: Backend, token: str | SharedToken, host: str = "127.0.0.1", port: int = 0, threads: int = 16
 ) -> RunningService:
     stopping = threading.Event()
     app = create_app(backend, token, Metrics(), stopping=stopping)

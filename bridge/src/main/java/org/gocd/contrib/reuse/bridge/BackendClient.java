@@ -29,6 +29,8 @@ final class BackendClient {
     static final int UNREACHABLE = 503;
     /** The backend did not answer within the request's timeout. */
     static final int TIMED_OUT = 504;
+    /** The bridge has no token to send (none configured, or the token file cannot be read). */
+    static final int NO_TOKEN = 500;
 
     private static final Logger LOG = Logger.getLoggerFor(BackendClient.class);
     private static final long WARN_INTERVAL_NANOS = Duration.ofSeconds(30).toNanos();
@@ -100,21 +102,26 @@ final class BackendClient {
     private Answer send(String requestName, String extensionVersion, String body, Duration timeout)
             throws IOException, InterruptedException {
         URI base = backend.url();
+        // Read once per attempt: a token file is read again each time, so a rotated Secret takes effect.
+        String token = backend.token();
+        if (token == null) {
+            String message = backend.missingToken();
+            warn(message);
+            return new Answer(NO_TOKEN, message);
+        }
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + "/gocd/plugin/" + requestName))
                 .timeout(timeout)
                 .header("Content-Type", "application/json")
                 .header("X-GoCD-Extension-Version", extensionVersion == null ? "" : extensionVersion)
                 .header("X-GoCD-Callback-URL", callbackUrl)
                 .POST(HttpRequest.BodyPublishers.ofString(body == null ? "" : body, StandardCharsets.UTF_8));
-        String token = backend.token();
-        if (token != null) {
-            request.header("Authorization", "Bearer " + token);
-        }
+        request.header("Authorization", "Bearer " + token);
         HttpResponse<String> response = http.send(request.build(),
                 HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
         if (response.statusCode() == 401) {
             warn("The backend at " + base + " refused the token (401) for " + requestName
-                    + "; the bridge and the backend must share the same token.");
+                    + "; the bridge and the backend must share the same token (the same Secret mounted in"
+                    + " both containers, or the same GOCD_ELASTIC_AGENT_TOKEN).");
         }
         return new Answer(response.statusCode(), response.body());
     }

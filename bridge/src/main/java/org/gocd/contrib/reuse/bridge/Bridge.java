@@ -47,7 +47,7 @@ final class Bridge {
             backend = process;
         } else {
             process = null;
-            backend = Backend.external(settings.backendUrl, settings.token);
+            backend = Backend.external(settings.backendUrl, settings);
         }
         current.set(backend);
         client = new BackendClient(settings, backend, callbackUrl);
@@ -69,14 +69,6 @@ final class Bridge {
 
     /** Forwards one request; never throws. */
     BackendClient.Answer forward(String requestName, String extensionVersion, String body) {
-        if (!settings.launchesBackend() && settings.token == null) {
-            String why = settings.tokenProblem != null ? settings.tokenProblem : "no token is configured";
-            return new BackendClient.Answer(500, "The kubernetes-reuse plugin bridge cannot call its backend: "
-                    + why + ". Set the system property " + BridgeSettings.TOKEN + " or the environment variable "
-                    + BridgeSettings.TOKEN_ENV + " to the backend's token, or " + BridgeSettings.TOKEN_FILE
-                    + " to a file holding it, or set " + BridgeSettings.BACKEND_COMMAND
-                    + " to let the plugin start the backend with a token of its own.");
-        }
         return client.forward(requestName, extensionVersion, body);
     }
 

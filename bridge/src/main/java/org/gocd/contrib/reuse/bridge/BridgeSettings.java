@@ -66,10 +66,13 @@ final class BridgeSettings {
     private static final String REQUEST_PREFIX = "cd.go.elastic-agent.";
 
     final URI backendUrl;
-    /** The shared token, or null when none is configured (or the command mode generates one). */
+    /** The shared token itself ({@link #TOKEN}), or null; it wins over the token file. */
     final String token;
-    /** Why the token could not be read, or null. Reported on every request instead of failing the load. */
-    final String tokenProblem;
+    /**
+     * The file holding the shared token ({@link #TOKEN_FILE}), or null. Read again at every request (see
+     * {@link #currentToken()}): a Kubernetes Secret mounted as a file changes under a running server.
+     */
+    final Path tokenFile;
     /** The backend command split into arguments; empty when the backend runs on its own. */
     final List<String> backendCommand;
     final Path backendWorkDir;
@@ -99,24 +102,38 @@ final class BridgeSettings {
         startupWait = millis(lookup, STARTUP_WAIT, 60_000);
         restartBackoffMax = millis(lookup, RESTART_BACKOFF_MAX, 30_000);
 
-        String directToken = lookup.apply(TOKEN);
-        String tokenFile = lookup.apply(TOKEN_FILE);
-        String readToken = directToken;
-        String problem = null;
-        if (readToken == null && tokenFile != null) {
-            try {
-                readToken = Files.readString(Path.of(tokenFile), StandardCharsets.UTF_8).trim();
-                if (readToken.isEmpty()) {
-                    readToken = null;
-                    problem = "the token file " + tokenFile + " (" + TOKEN_FILE + ") is empty";
-                }
-            } catch (IOException | RuntimeException e) {
-                problem = "the token file " + tokenFile + " (" + TOKEN_FILE + ") could not be read: "
-                        + e.getClass().getSimpleName();
-            }
+        token = lookup.apply(TOKEN);
+        String file = lookup.apply(TOKEN_FILE);
+        tokenFile = file == null ? null : Path.of(file);
+    }
+
+    /** The token to send now, or why there is none ({@code problem}, a clause for a sentence). */
+    record Token(String value, String problem) {
+    }
+
+    /**
+     * The token itself when it is set, otherwise the token file's content read now, surrounding white
+     * space (the newline a file usually ends with) removed. Read at every request rather than once: when
+     * the Secret behind the file is rotated, the next request and the next callback use the new token
+     * without a server restart. The file is a few bytes; reading it costs microseconds. Never throws.
+     */
+    Token currentToken() {
+        if (token != null) {
+            return new Token(token, null);
         }
-        token = readToken;
-        tokenProblem = problem;
+        if (tokenFile == null) {
+            return new Token(null, "no token is configured");
+        }
+        try {
+            String read = Files.readString(tokenFile, StandardCharsets.UTF_8).trim();
+            if (read.isEmpty()) {
+                return new Token(null, "the token file " + tokenFile + " (" + TOKEN_FILE + ") is empty");
+            }
+            return new Token(read, null);
+        } catch (IOException | RuntimeException e) {
+            return new Token(null, "the token file " + tokenFile + " (" + TOKEN_FILE + ") could not be read: "
+                    + e.getClass().getSimpleName());
+        }
     }
 
     /** Settings from this JVM's system properties and environment, as GoCD runs the plugin. */

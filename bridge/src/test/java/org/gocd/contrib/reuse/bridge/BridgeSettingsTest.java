@@ -5,6 +5,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -57,16 +58,59 @@ class BridgeSettingsTest {
         Path file = dir.resolve("token");
         Files.writeString(file, "s3cret\n");
         BridgeSettings settings = BridgeSettings.of(Map.of("gocd.reuse.token.file", file.toString()));
-        assertEquals("s3cret", settings.token);
-        assertNull(settings.tokenProblem);
+        assertNull(settings.token);
+        assertEquals(new BridgeSettings.Token("s3cret", null), settings.currentToken());
+        Files.writeString(file, "  s3cret\r\n\n");
+        assertEquals("s3cret", settings.currentToken().value(), "CRLF and blank lines as well");
     }
 
     @Test
-    void unreadableTokenFileIsReportedNotThrown(@TempDir Path dir) {
-        BridgeSettings settings = BridgeSettings.of(
-                Map.of("gocd.reuse.token.file", dir.resolve("missing").toString()));
-        assertNull(settings.token);
-        assertTrue(settings.tokenProblem.contains("could not be read"), settings.tokenProblem);
+    void tokenFileIsReadAgainWhenItChanges(@TempDir Path dir) throws Exception {
+        // As kubelet updates a mounted Secret: a new file behind the same path, no restart.
+        Path file = dir.resolve("token");
+        Files.writeString(file, "first\n");
+        BridgeSettings settings = BridgeSettings.of(Map.of("gocd.reuse.token.file", file.toString()));
+        assertEquals("first", settings.currentToken().value());
+        Path rotated = dir.resolve("token.new");
+        Files.writeString(rotated, "second\n");
+        Files.move(rotated, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        assertEquals("second", settings.currentToken().value());
+        Files.writeString(file, "thrice");  // rewritten in place, same length
+        assertEquals("thrice", settings.currentToken().value());
+    }
+
+    @Test
+    void tokenItselfWinsOverTheTokenFile(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("token");
+        Files.writeString(file, "from-file\n");
+        BridgeSettings settings = BridgeSettings.from(Map.of("gocd.reuse.token.file", file.toString())::get,
+                Map.of("GOCD_ELASTIC_AGENT_TOKEN", "from-env"));
+        assertEquals("from-env", settings.currentToken().value());
+    }
+
+    @Test
+    void tokenFileFromTheEnvironment(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("token");
+        Files.writeString(file, "sidecar-token\n");
+        BridgeSettings settings = BridgeSettings.from(name -> null, Map.of(
+                "GOCD_REUSE_BACKEND_URL", "http://127.0.0.1:8155", "GOCD_REUSE_TOKEN_FILE", file.toString()));
+        assertEquals("sidecar-token", settings.currentToken().value());
+        assertEquals(file, settings.tokenFile);
+        assertFalse(settings.launchesBackend());
+    }
+
+    @Test
+    void unreadableOrEmptyTokenFileIsReportedNotThrown(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("missing");
+        BridgeSettings settings = BridgeSettings.of(Map.of("gocd.reuse.token.file", file.toString()));
+        assertNull(settings.currentToken().value());
+        assertTrue(settings.currentToken().problem().contains("could not be read"), settings.currentToken().problem());
+        Files.writeString(file, " \n");
+        assertNull(settings.currentToken().value());
+        assertTrue(settings.currentToken().problem().contains("is empty"), settings.currentToken().problem());
+        Files.writeString(file, "late\n");
+        assertEquals(new BridgeSettings.Token("late", null), settings.currentToken());
+        assertEquals("no token is configured", BridgeSettings.of(Map.of()).currentToken().problem());
     }
 
     @Test

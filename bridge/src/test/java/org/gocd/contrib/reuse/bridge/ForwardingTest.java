@@ -4,9 +4,16 @@ import com.thoughtworks.go.plugin.api.request.DefaultGoPluginApiRequest;
 import com.thoughtworks.go.plugin.api.response.GoPluginApiResponse;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -162,6 +169,44 @@ class ForwardingTest {
         assertEquals(500, response.responseCode());
         assertTrue(response.responseBody().contains("GOCD_ELASTIC_AGENT_TOKEN"), response.responseBody());
         assertTrue(backend.received.isEmpty());
+    }
+
+    @Test
+    void tokenFileIsReadAtEveryRequestAndCallback(@TempDir Path dir) throws Exception {
+        backend = new FakeBackend();
+        Path file = dir.resolve("token");
+        Files.writeString(file, "first-token\n");
+        Map<String, String> properties = Map.of("gocd.reuse.backend.url", backend.url(),
+                "gocd.reuse.token.file", file.toString());
+        plugin = new KubernetesReuseElasticAgentPlugin(() -> BridgeSettings.of(properties));
+        plugin.initializeGoApplicationAccessor(new RecordingAccessor());
+        String callback = plugin.bridge().callbackUrl() + "/gocd/server/go.processor.server-info.get";
+
+        assertEquals(200, plugin.handle(request("server-ping", "{}")).responseCode());
+        assertEquals("Bearer first-token", backend.last().header("Authorization"), "the newline is not sent");
+        assertEquals(200, callback(callback, "first-token"));
+
+        Files.writeString(file, "second-token\n");  // the Secret was rotated
+        assertEquals(200, plugin.handle(request("server-ping", "{}")).responseCode());
+        assertEquals("Bearer second-token", backend.last().header("Authorization"));
+        assertEquals(200, callback(callback, "second-token"));
+        assertEquals(401, callback(callback, "first-token"));
+
+        Files.delete(file);
+        int sent = backend.received.size();
+        GoPluginApiResponse response = plugin.handle(request("server-ping", "{}"));
+        assertEquals(500, response.responseCode());
+        assertTrue(response.responseBody().contains("the token file " + file + " (gocd.reuse.token.file) could not be read"),
+                response.responseBody());
+        assertTrue(response.responseBody().contains("GOCD_REUSE_TOKEN_FILE"), response.responseBody());
+        assertEquals(sent, backend.received.size(), "nothing sent without a token");
+        assertEquals(401, callback(callback, "second-token"));
+    }
+
+    private static int callback(String url, String token) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url))
+                        .header("Authorization", "Bearer " + token).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                HttpResponse.BodyHandlers.discarding()).statusCode();
     }
 
     @Test

@@ -55,7 +55,21 @@ final class PythonStack implements AutoCloseable {
      * backend; under CI=true it fails instead, since a skipped end-to-end test would hide a broken set-up.
      */
     static PythonStack startOrSkip(String backendLogName) throws Exception {
-        Path root = Path.of(System.getProperty("bridge.repo.root", "..")).toAbsolutePath().normalize();
+        Path root = repoRoot();
+        return new PythonStack(root, pythonOrSkip(root), backendLogName);
+    }
+
+    /** The repository root (failsafe passes it as bridge.repo.root). */
+    static Path repoRoot() {
+        return Path.of(System.getProperty("bridge.repo.root", "..")).toAbsolutePath().normalize();
+    }
+
+    /**
+     * The Python that runs the backend (see {@link #PYTHON_PROPERTY}), after checking it imports what the
+     * backend needs; otherwise skips the calling test by assumption, or fails it under CI=true, since a
+     * skipped end-to-end test would hide a broken set-up.
+     */
+    static String pythonOrSkip(Path root) throws Exception {
         String python = python(root);
         String problem = probe(root, python);
         if (problem != null) {
@@ -68,7 +82,7 @@ final class PythonStack implements AutoCloseable {
             System.out.println("SKIPPED " + reason);
             abort(reason);
         }
-        return new PythonStack(root, python, backendLogName);
+        return python;
     }
 
     private static String python(Path root) {
@@ -128,13 +142,34 @@ final class PythonStack implements AutoCloseable {
     }
 
     private static String readListeningUrl(Process process) throws Exception {
+        return readListeningUrl(process, null);
+    }
+
+    /**
+     * Waits (at most 30 s, normally about a second) for the process's "listening on http://..." line and
+     * returns that URL without a trailing slash; then keeps reading its output so it never blocks on a
+     * full pipe, appending every line to {@code copyTo} when that is not null. Fails at once, with the
+     * output, when the process ends first.
+     */
+    static String readListeningUrl(Process process, Path copyTo) throws Exception {
         BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        java.util.function.Consumer<String> copy = line -> {
+            if (copyTo != null) {
+                try {
+                    Files.writeString(copyTo, line + "\n", StandardCharsets.UTF_8,
+                            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+                } catch (IOException e) {
+                    // the copy is for diagnosis only
+                }
+            }
+        };
         CompletableFuture<String> url = CompletableFuture.supplyAsync(() -> {
             StringBuilder seen = new StringBuilder();
             Pattern listening = Pattern.compile("listening on (http://\\S+)");
             try {
                 String line;
                 while ((line = reader.readLine()) != null) {
+                    copy.accept(line);
                     seen.append(line).append('\n');
                     Matcher m = listening.matcher(line);
                     if (m.find()) {
@@ -144,14 +179,15 @@ final class PythonStack implements AutoCloseable {
             } catch (IOException e) {
                 // fall through
             }
-            throw new IllegalStateException("fake_kube ended without a 'listening on' line:\n" + seen);
+            throw new IllegalStateException("the process ended without a 'listening on' line:\n" + seen);
         });
         String found = url.get(30, TimeUnit.SECONDS);
         // Keep draining so the fake API never blocks on a full pipe.
-        DaemonThreads.start("fake-kube-output", () -> {
+        DaemonThreads.start("process-output", () -> {
             try {
-                while (reader.readLine() != null) {
-                    // discard
+                String line;
+                while ((line = reader.readLine()) != null) {
+                    copy.accept(line);
                 }
             } catch (IOException e) {
                 // gone

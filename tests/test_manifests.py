@@ -1,0 +1,132 @@
+"""Every manifest of docker/ is accepted by a real kube-apiserver (server-side dry run), as `kubectl
+apply -k` would send it (rendered by kustomize, built from pinned modules), and so is the GoCD server pod
+that the official chart renders from docker/helm/values-gocd.yaml (tests/gocd_chart.py), under the Pod
+Security levels that apply: the backend's containers meet "restricted"; the pod as a whole meets
+"baseline" (the chart gives the GoCD server container no security context of its own)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.control_plane import Binaries, ControlPlane
+from tests.gocd_chart import CHART_KEYS, leaf_keys, server_pod
+from tests.real_cluster import project_role
+from tests.real_kube_fixtures import real_kube, real_kube_binaries
+
+__all__ = ["real_kube", "real_kube_binaries"]  # fixtures, used by name
+
+ROOT = Path(__file__).resolve().parent.parent
+KUSTOMIZE_DIR = ROOT / "docker" / "kubernetes"
+VALUES = ROOT / "docker" / "helm" / "values-gocd.yaml"
+PLURALS = {"Role": "roles", "RoleBinding": "rolebindings", "ServiceAccount": "serviceaccounts",
+           "Secret": "secrets", "Pod": "pods"}  # fmt: skip
+
+
+def kustomize(binaries: Binaries, folder: Path) -> list[dict[str, Any]]:
+    result = subprocess.run([str(binaries.kustomize), "build", str(folder)], capture_output=True, text=True,
+                            check=False, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def dry_run(plane: ControlPlane, obj: dict[str, Any]) -> tuple[int, Any]:
+    """A server-side dry run of creating `obj`: every admission step runs, nothing is stored."""
+    api = obj["apiVersion"]
+    base = "/api/v1" if api == "v1" else f"/apis/{api}"
+    namespace = obj["metadata"].get("namespace")
+    where = f"/namespaces/{namespace}" if namespace else ""
+    query = urllib.parse.urlencode({"dryRun": "All", "fieldValidation": "Strict"})
+    return plane.request("POST", f"{base}{where}/{PLURALS[obj['kind']]}?{query}", body=obj)
+
+
+def namespace(plane: ControlPlane, name: str, pod_security: str | None = None) -> None:
+    plane.create_namespace(name)
+    if pod_security is not None:
+        patch = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": pod_security}}}
+        client.CoreV1Api(plane.admin_api_client()).patch_namespace(name, patch)
+
+
+@pytest.fixture
+def rendered(real_kube_binaries: Binaries, tmp_path: Path) -> list[dict[str, Any]]:
+    """docker/kubernetes as an admin applies it: with the token file created as the comment says."""
+    folder = tmp_path / "kubernetes"
+    shutil.copytree(KUSTOMIZE_DIR, folder)
+    (folder / "backend-token.txt").write_text("0123456789abcdef" * 4)
+    return kustomize(real_kube_binaries, folder)
+
+
+def test_the_kustomize_manifests_are_the_role_its_binding_the_service_account_and_the_secret(
+    rendered: list[dict[str, Any]],
+) -> None:
+    by_kind = {obj["kind"]: obj for obj in rendered}
+    assert sorted(by_kind) == ["Role", "RoleBinding", "Secret", "ServiceAccount"]
+    role = by_kind["Role"]
+    assert role["rules"] == project_role()["rules"], "the very Role proved on the real server"
+    assert role["metadata"]["namespace"] == "gocd-agents"
+    binding = by_kind["RoleBinding"]
+    assert binding["metadata"]["namespace"] == "gocd-agents"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gocd", "namespace": "gocd"}]
+    assert by_kind["ServiceAccount"]["metadata"] == {"name": "gocd", "namespace": "gocd"}
+    secret = by_kind["Secret"]
+    assert secret["metadata"]["name"] == "gocd-reuse-backend-token" and set(secret["data"]) == {"token"}
+
+
+def test_every_kustomize_manifest_is_accepted_by_the_real_api_server(
+    real_kube: ControlPlane, rendered: list[dict[str, Any]]
+) -> None:
+    namespace(real_kube, "gocd")
+    namespace(real_kube, "gocd-agents")
+    for obj in rendered:
+        status, answer = dry_run(real_kube, obj)
+        assert status in (200, 201), (obj["kind"], answer)
+
+
+def test_the_rbac_alone_is_what_helm_users_apply(real_kube_binaries: Binaries) -> None:
+    kinds = sorted(obj["kind"] for obj in kustomize(real_kube_binaries, KUSTOMIZE_DIR / "rbac"))
+    assert kinds == ["Role", "RoleBinding"]
+
+
+def test_the_values_set_only_keys_the_chart_has() -> None:
+    values = yaml.safe_load(VALUES.read_text())
+    assert leaf_keys(values) <= CHART_KEYS, leaf_keys(values) - CHART_KEYS
+
+
+def test_the_gocd_server_pod_the_chart_renders_is_accepted_under_the_baseline_pod_security_level(
+    real_kube: ControlPlane,
+) -> None:
+    namespace(real_kube, "gocd-baseline", "baseline")
+    pod = server_pod(yaml.safe_load(VALUES.read_text()))
+    pod["metadata"]["namespace"] = "gocd-baseline"
+    status, answer = dry_run(real_kube, pod)
+    assert status == 201, answer
+    names = [c["name"] for c in answer["spec"]["containers"]]
+    assert names == ["kubernetes-reuse-backend", "gocd-server"]
+    assert [c["name"] for c in answer["spec"]["initContainers"]] == ["install-kubernetes-reuse-plugin"]
+
+
+def test_the_backends_containers_meet_the_restricted_pod_security_level(real_kube: ControlPlane) -> None:
+    namespace(real_kube, "gocd-restricted", "restricted")
+    pod = server_pod(yaml.safe_load(VALUES.read_text()))
+    spec = pod["spec"]
+    ours = [c for c in spec["containers"] if c["name"] != "gocd-server"]
+    used = {m["name"] for c in ours + spec["initContainers"] for m in c.get("volumeMounts", [])}
+    spec["containers"] = ours
+    spec["volumes"] = [v for v in spec["volumes"] if v["name"] in used]
+    pod["metadata"]["namespace"] = "gocd-restricted"
+    status, answer = dry_run(real_kube, pod)
+    assert status == 201, answer
+    # And the whole pod is refused there only for the chart's own server container.
+    whole = server_pod(yaml.safe_load(VALUES.read_text()))
+    whole["metadata"]["namespace"] = "gocd-restricted"
+    status, answer = dry_run(real_kube, whole)
+    assert status == 403 and 'container "gocd-server"' in answer["message"], answer
+    assert "kubernetes-reuse-backend" not in answer["message"]
+    assert "install-kubernetes-reuse-plugin" not in answer["message"]
