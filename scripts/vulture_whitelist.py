@@ -25,4 +25,4 @@ _.deleted_with_live_process
 seq
 
 # pytest fixtures requested by name.
-nowhere_to_connect
+nowhere_to_connect, compacting_kube

@@ -137,11 +137,12 @@ def test_watch_replays_from_resource_version_and_ends_at_timeout(core_api: clien
     core_api.delete_namespaced_pod("w2", NS)
     everything = collect(core_api, resource_version=start, timeout_seconds=1, label_selector="app=a")
     # (real servers take whole seconds; the fake also takes fractions, to keep the tests fast)
+    # A deletion is written first (deletionTimestamp, MODIFIED), then the pod removed, as on a real server.
     assert [e[:2] for e in everything] == [
-        ("ADDED", "w1"), ("ADDED", "w2"), ("MODIFIED", "w1"), ("DELETED", "w2"),
+        ("ADDED", "w1"), ("ADDED", "w2"), ("MODIFIED", "w1"), ("MODIFIED", "w2"), ("DELETED", "w2"),
     ]  # fmt: skip
     resumed = collect(core_api, resource_version=middle, timeout_seconds=0.2, label_selector="app=a")
-    assert [e[:2] for e in resumed] == [("MODIFIED", "w1"), ("DELETED", "w2")]
+    assert [e[:2] for e in resumed] == [("MODIFIED", "w1"), ("MODIFIED", "w2"), ("DELETED", "w2")]
     # no resourceVersion: the current state first, as synthetic ADDED events; bookmarks when asked
     current = collect(core_api, timeout_seconds=0.2, allow_watch_bookmarks=True)
     assert [e[:2] for e in current] == [("ADDED", "first"), ("ADDED", "other"), ("ADDED", "w1"),
@@ -171,10 +172,10 @@ def test_watch_from_a_compacted_version_answers_410(fake_kube: FakeKubeServer,
 
 def test_history_is_bounded() -> None:
     store = FakeKubeStore(history_limit=3)
-    for i in range(5):
-        store.create_pod(NS, pod_manifest(f"p{i}"))
-    assert store.changes_since(1) is None
-    assert [c.obj["metadata"]["name"] for c in store.changes_since(2) or []] == ["p2", "p3", "p4"]
+    versions = [int(store.create_pod(NS, pod_manifest(f"p{i}"))["metadata"]["resourceVersion"])
+                for i in range(5)]  # fmt: skip
+    assert store.changes_since(versions[0]) is None
+    assert [c.obj["metadata"]["name"] for c in store.changes_since(versions[1]) or []] == ["p2", "p3", "p4"]
 
 
 def test_graceful_delete_keeps_the_pod_until_its_grace_period_has_passed() -> None:
@@ -183,6 +184,9 @@ def test_graceful_delete_keeps_the_pod_until_its_grace_period_has_passed() -> No
     api = core_api_for(server.start())
     try:
         api.create_namespaced_pod(NS, pod_manifest("g"))
+        # Only a pod bound to a node is deleted gracefully (an unbound one at once), as on a real server.
+        binding = {"metadata": {"name": "g"}, "target": {"kind": "Node", "name": "fake-node-1"}}
+        api.create_namespaced_pod_binding("g", NS, binding, _preload_content=False)
         api.delete_namespaced_pod("g", NS)
         terminating = api.read_namespaced_pod("g", NS)
         assert terminating.metadata.deletion_timestamp is not None
@@ -208,6 +212,7 @@ def test_events_and_logs(fake_kube: FakeKubeServer, core_api: client.CoreV1Api) 
     store.add_event(NS, "someone-else", "Scheduled", "assigned")
     events = core_api.list_namespaced_event(NS, field_selector="involvedObject.name=e").items
     assert [(e.reason, e.count) for e in events] == [("Scheduled", 1), ("BackOff", 2)]
+    store.bind_pod(NS, "e", "fake-node-1")  # logs come from the pod's node; an unbound pod has none
     for i in range(5):
         store.append_log(NS, "e", f"line {i}")
     # (the classic client mangles a preloaded text answer into "b'...'": read the raw bytes)

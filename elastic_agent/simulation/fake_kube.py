@@ -2,8 +2,12 @@
 
 It speaks the REST conventions the plugin relies on (pods CRUD, label selectors, resourceVersion and 409
 on a stale merge patch, watch with timeouts, resume and 410 Gone, events, pod logs, nodes, discovery) on
-top of `FakeKubeStore`, plus fault injection: chosen calls answer an error status or are delayed, the
-whole server can become unreachable, a bearer token can be demanded, and every call can be forbidden.
+top of `FakeKubeStore`, and what a scheduler and a kubelet write (pods/binding, pods/status, events),
+plus fault injection: chosen calls answer an error status or are delayed, the whole server can become
+unreachable, a bearer token can be demanded, and every call can be forbidden. Tokens of service accounts
+can be granted a Role's rules in a namespace (`add_service_account`, `grant`): what they may do is
+decided as RBAC decides it, so that 401 and 403 come as from a real server. tests/test_kube_contract.py
+runs the same tests on this fake and on a real kube-apiserver.
 
 Run alone: `python -m elastic_agent.simulation.fake_kube --bind 127.0.0.1:0 [--kubelet]`.
 """
@@ -18,15 +22,17 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from elastic_agent.clock import Clock, ScaledClock, SystemClock
+from elastic_agent.simulation.fake_kube_faults import FaultRules
 from elastic_agent.simulation.fake_kube_objects import (
+    POD_FIELDS,
     Obj,
     StoreError,
     list_body,
@@ -37,66 +43,10 @@ from elastic_agent.simulation.fake_kube_objects import (
     status_body,
     watch_event,
 )
+from elastic_agent.simulation.fake_kube_rbac import NON_RESOURCE, ServiceAccount, request_attributes
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore
 
 JSON = "application/json"
-
-
-@dataclass
-class Fault:
-    """Matching requests answer `status` (None: answer normally) after `delay` real seconds, `times`
-    times (None: until removed)."""
-
-    method: str | None
-    path_pattern: re.Pattern[str]
-    status: int | None
-    delay: float
-    times: int | None
-    message: str
-    hits: int = 0
-
-
-@dataclass
-class FaultRules:
-    """Fault injection. `latency` slows every request down (real seconds: it models the network)."""
-
-    latency: float = 0.0
-    _rules: list[Fault] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(
-        self,
-        method: str | None = None,
-        path_pattern: str = ".*",
-        status: int | None = 500,
-        delay: float = 0.0,
-        times: int | None = 1,
-        message: str = "injected fault",
-    ) -> Fault:
-        verb = method.upper() if method else None
-        fault = Fault(verb, re.compile(path_pattern), status, delay, times, message)
-        with self._lock:
-            self._rules.append(fault)
-        return fault
-
-    def clear(self) -> None:
-        with self._lock:
-            self._rules.clear()
-            self.latency = 0.0
-
-    def take(self, method: str, path: str) -> Fault | None:
-        """The first rule matching this request, consuming one of its `times`."""
-        with self._lock:
-            for fault in self._rules:
-                if fault.method not in (None, method) or not fault.path_pattern.search(path):
-                    continue
-                fault.hits += 1
-                if fault.times is not None:
-                    fault.times -= 1
-                    if fault.times <= 0:
-                        self._rules.remove(fault)
-                return fault
-            return None
 
 
 @dataclass(frozen=True)
@@ -114,14 +64,18 @@ class RequestRecord:
 _POD_LIST = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _POD_LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
+_POD_STATUS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/status$")
+_POD_BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 _EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 
 _API_RESOURCES = [
     {"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": verbs}
     for name, namespaced, kind, verbs in [
         ("pods", True, "Pod", ["create", "delete", "get", "list", "patch", "watch"]),
+        ("pods/binding", True, "Binding", ["create"]),
         ("pods/log", True, "Pod", ["get"]),
-        ("events", True, "Event", ["list"]),
+        ("pods/status", True, "Pod", ["get", "patch"]),
+        ("events", True, "Event", ["create", "list"]),
         ("nodes", False, "Node", ["get", "list"]),
         ("namespaces", False, "Namespace", ["get", "list"]),
     ]
@@ -130,12 +84,14 @@ _API_RESOURCES = [
 
 class FakeKubeApi:
     """The WSGI application. Settings a test may flip at any time: `token` (expected bearer token, None:
-    any), `forbidden` (every call 403), `unreachable` (connections are dropped without an answer),
-    `faults`, and `watch_poll` (how often an idle watch looks for changes, real seconds)."""
+    any; its holder may do anything, as a cluster admin), `forbidden` (every call 403), `unreachable`
+    (connections are dropped without an answer), `faults`, `watch_poll` (how often an idle watch looks
+    for changes, real seconds), and the service accounts (`add_service_account`, `grant`)."""
 
     def __init__(self, store: FakeKubeStore, token: str | None = None) -> None:
         self.store = store
         self.token = token
+        self.service_accounts: dict[str, ServiceAccount] = {}  # by bearer token
         self.forbidden = False
         self.unreachable = False
         self.faults = FaultRules()
@@ -146,6 +102,14 @@ class FakeKubeApi:
 
     def cut_streams(self) -> None:
         self._generation += 1
+
+    def add_service_account(self, token: str, namespace: str, name: str) -> None:
+        """A token that authenticates as ServiceAccount `name` of `namespace`, allowed nothing yet (403)."""
+        self.service_accounts[token] = ServiceAccount(f"system:serviceaccount:{namespace}:{name}")
+
+    def grant(self, token: str, namespace: str, rules: Sequence[Mapping[str, Any]]) -> None:
+        """Bind a Role with these rules (as in a Role manifest) in `namespace` to the token's account."""
+        self.service_accounts[token].rules.setdefault(namespace, []).extend(rules)
 
     def close(self) -> None:
         self._closed.set()
@@ -162,7 +126,7 @@ class FakeKubeApi:
         try:
             if self.faults.latency > 0:
                 time.sleep(self.faults.latency)  # network latency: real time, no model time involved
-            self._check_auth(environ)
+            self._check_auth(environ, method, path, query)
             fault = self.faults.take(method, path)
             if fault is not None:
                 if fault.delay > 0:
@@ -175,6 +139,9 @@ class FakeKubeApi:
         if isinstance(body, Iterator):
             start_response(f"{status} OK", [("Content-Type", JSON), ("Cache-Control", "no-cache")])
             return body
+        if status == 204:
+            start_response("204 No Content", [])
+            return [b""]
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         start_response(
             f"{status} {reason_for(status)}",
@@ -182,11 +149,22 @@ class FakeKubeApi:
         )
         return [data]
 
-    def _check_auth(self, environ: dict[str, Any]) -> None:
-        if self.token is not None and environ.get("HTTP_AUTHORIZATION") != f"Bearer {self.token}":
+    def _check_auth(self, environ: dict[str, Any], method: str, path: str, query: Mapping[str, str]) -> None:
+        header = str(environ.get("HTTP_AUTHORIZATION") or "")
+        account = self.service_accounts.get(header.removeprefix("Bearer ")) if header.startswith("Bearer ") \
+            else None  # fmt: skip
+        if account is None and self.token is not None and header != f"Bearer {self.token}":
             raise StoreError(401, "Unauthorized", "Unauthorized")
         if self.forbidden:
             raise StoreError(403, "Forbidden", "pods is forbidden: User cannot perform this action")
+        if account is None or path.rstrip("/") in NON_RESOURCE:
+            return  # the admin's token (or anyone's, without one), or discovery (any authenticated user)
+        namespace, verb, resource, name = request_attributes(method, path.rstrip("/"), query)
+        if not account.allows(namespace, verb, resource, name):
+            what = f'{resource.partition("/")[0]} "{name}"' if name else resource.partition("/")[0]
+            where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            raise StoreError(403, "Forbidden", f'{what} is forbidden: User "{account.user}" cannot {verb} '
+                                               f'resource "{resource}" in API group "" {where}')  # fmt: skip
 
     def _route(self, method: str, path: str, query: dict[str, str], environ: dict[str, Any]) -> Any:
         path = path.rstrip("/") or "/"
@@ -209,19 +187,49 @@ class FakeKubeApi:
             if method == "PATCH":
                 content_type = environ.get("CONTENT_TYPE", JSON)
                 return 200, store.patch_pod(ns, name, _json_body(environ), content_type), JSON
-            return 200, store.delete_pod(ns, name, _grace(query, environ)), JSON
+            grace, uid = _delete_options(query, environ)
+            return 200, store.delete_pod(ns, name, grace, uid=uid), JSON
+        if (m := _POD_STATUS.match(path)) and method in ("GET", "PATCH"):
+            ns, name = m.groups()
+            if method == "GET":
+                return 200, store.get_pod(ns, name), JSON
+            content_type = environ.get("CONTENT_TYPE", JSON)
+            return 200, store.patch_status(ns, name, _json_body(environ), content_type), JSON
+        if (m := _POD_BINDING.match(path)) and method == "POST":
+            body = _json_body(environ)
+            target = (body.get("target") or {}) if isinstance(body, dict) else {}
+            if not target.get("name"):
+                raise StoreError(422, "Invalid", "Binding is invalid: target.name: Required value")
+            uid = ((body.get("metadata") or {}).get("uid")) or None
+            store.bind_pod(m.group(1), m.group(2), str(target["name"]), uid)
+            return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                         "code": 201}, JSON  # fmt: skip
         if (m := _POD_LOG.match(path)) and method == "GET":
-            tail = int(query["tailLines"]) if query.get("tailLines") else None
-            return 200, store.get_log(m.group(1), m.group(2), tail), "text/plain"
+            return self._pod_log(m.group(1), m.group(2), query)
         if (m := _EVENTS.match(path)) and method == "GET":
             items, rv = store.list_events(m.group(1), query.get("fieldSelector"))
             return 200, list_body("EventList", items, rv), JSON
+        if (m := _EVENTS.match(path)) and method == "POST":
+            return 201, store.create_event(m.group(1), _json_body(environ)), JSON
         if method == "GET" and path == "/api/v1/namespaces":
             names = sorted({p["metadata"]["namespace"] for p in store.list_pods(None)[0]} | {"default"})
             items = [{"metadata": {"name": n}, "status": {"phase": "Active"}} for n in names]
             return 200, list_body("NamespaceList", items, store.resource_version), JSON
         message = f"the server could not find the requested resource ({method} {path})"
         raise StoreError(404, "NotFound", message)
+
+    def _pod_log(self, ns: str, name: str, query: dict[str, str]) -> tuple[int, str, str]:
+        """kube-apiserver asks the pod's node for the log: a pod without a node has none to ask (204, no
+        content), a node the cluster does not know is a 404 (the real message names it as a pod, sic);
+        the fake's nodes (`store.nodes`) answer with the log the simulated kubelet wrote."""
+        pod = self.store.get_pod(ns, name)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return 204, "", "text/plain"
+        if node not in self.store.nodes:
+            raise StoreError(404, "NotFound", f'pods "{node}" not found')
+        tail = int(query["tailLines"]) if query.get("tailLines") else None
+        return 200, self.store.get_log(ns, name, tail), "text/plain"
 
     def _discovery(self, path: str) -> Obj:
         if path == "/version":
@@ -243,7 +251,7 @@ class FakeKubeApi:
             timeout = float(query.get("timeoutSeconds") or 1800)
             # Validate the selectors and resourceVersion now, so mistakes are a 400, not a broken stream.
             parse_label_selector(labels)
-            parse_field_selector(fields)
+            parse_field_selector(fields, POD_FIELDS)
             rv_text = query.get("resourceVersion") or ""
             if rv_text and not rv_text.isdigit():
                 raise StoreError(400, "BadRequest", f"invalid resource version: {rv_text!r}")
@@ -253,46 +261,73 @@ class FakeKubeApi:
         return 200, list_body("PodList", items, rv), JSON
 
     def _watch(
-        self, ns: str | None, labels_text: str | None, fields_text: str | None, rv_text: str, timeout: float,
+        self,
+        ns: str | None,
+        labels_text: str | None,
+        fields_text: str | None,
+        rv_text: str,
+        timeout: float,
         bookmarks: bool,
     ) -> Iterator[bytes]:
         labels, fields = parse_label_selector(labels_text), parse_field_selector(fields_text)
         store, generation = self.store, self._generation
         # The watch's own timeout is a property of the HTTP request (real seconds), not of model time:
         # a ManualClock would never advance while this thread waits.
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
+        next_bookmark = _next_bookmark(started, deadline) if bookmarks else None
         yield b""  # sends the headers now, as a real server does, so the client's call returns
         if rv_text in ("", "0"):  # no version: start with the current state, as the real server does
             items, rv = store.list_pods(ns, labels_text, fields_text)
             for item in items:
                 yield watch_event("ADDED", item)
+            if bookmarks:  # and says where the current state ends, as kube-apiserver 1.27+ does
+                yield _bookmark(rv, {"k8s.io/initial-events-end": "true"})
         else:
             rv = int(rv_text)
         while not self._closed.is_set() and generation == self._generation:
             current = store.resource_version
             changes = store.changes_since(rv)
             if changes is None:
-                yield watch_event("ERROR", status_body(410, "Expired", f"too old resource version: {rv}"))
+                message = "The resourceVersion for the provided watch is too old."  # kube-apiserver's words
+                yield watch_event("ERROR", status_body(410, "Expired", message))
                 return
             for change in changes:
                 rv = change.resource_version
                 if ns is not None and change.namespace != ns:
                     continue
-                was, now = selected(change.previous, labels, fields), selected(change.obj, labels, fields)
-                if change.type == "DELETED" or (was and not now):
+                was, is_ = selected(change.previous, labels, fields), selected(change.obj, labels, fields)
+                if change.type == "DELETED" or (was and not is_):
                     kind = "DELETED" if was else ""
                 else:
-                    kind = ("MODIFIED" if was else "ADDED") if now else ""
+                    kind = ("MODIFIED" if was else "ADDED") if is_ else ""
                 if kind:
                     yield watch_event(kind, change.obj)
-            remaining = deadline - time.monotonic()
+            moment = time.monotonic()
+            if next_bookmark is not None and moment >= next_bookmark and generation == self._generation:
+                # Every change up to `current` has been sent: a client may resume from there.
+                rv = max(rv, current)
+                yield _bookmark(rv)
+                next_bookmark = _next_bookmark(moment, deadline)
+            remaining = deadline - moment
             if remaining <= 0:
                 break
             store.wait_for_change(current, min(self.watch_poll, remaining))
-        if bookmarks and generation == self._generation:
-            rv = max(rv, store.resource_version)
-            marker = {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)}}
-            yield watch_event("BOOKMARK", marker)
+
+
+def _next_bookmark(now: float, deadline: float) -> float | None:
+    """When kube-apiserver's watch cache sends the next bookmark: a minute on, or 2 s before the watch
+    ends if that is sooner, and none when that leaves less than a second (so a watch of 3 s or less gets
+    none, and none comes at the end)."""
+    at = min(now + 60.0, deadline - 2.0)
+    return at if at > now + 1.0 else None
+
+
+def _bookmark(rv: int, annotations: dict[str, str] | None = None) -> bytes:
+    metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+    if annotations:
+        metadata["annotations"] = annotations
+    return watch_event("BOOKMARK", {"kind": "Pod", "apiVersion": "v1", "metadata": metadata})
 
 
 def _json_body(environ: dict[str, Any]) -> Any:
@@ -306,12 +341,15 @@ def _json_body(environ: dict[str, Any]) -> Any:
         raise StoreError(400, "BadRequest", f"the request body is not JSON: {err}") from err
 
 
-def _grace(query: dict[str, str], environ: dict[str, Any]) -> float | None:
-    if query.get("gracePeriodSeconds"):
-        return float(query["gracePeriodSeconds"])
+def _delete_options(query: dict[str, str], environ: dict[str, Any]) -> tuple[float | None, str | None]:
+    """The grace period (query or DeleteOptions body) and the uid precondition of a DELETE."""
     body = _json_body(environ)
-    value = body.get("gracePeriodSeconds") if isinstance(body, dict) else None
-    return None if value is None else float(value)
+    options = body if isinstance(body, dict) else {}
+    uid = (options.get("preconditions") or {}).get("uid")
+    if query.get("gracePeriodSeconds"):
+        return float(query["gracePeriodSeconds"]), uid
+    value = options.get("gracePeriodSeconds")
+    return (None if value is None else float(value)), uid
 
 
 class _Handler(WSGIRequestHandler):

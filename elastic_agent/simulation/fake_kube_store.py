@@ -5,6 +5,11 @@ takes the next value of one integer resourceVersion shared by all objects (as et
 is kept in a bounded history so a watch can resume from a resourceVersion, or learn that it is too old
 (410 Gone) once the history has moved past it. Listeners (the simulated kubelet) hear every change.
 
+Where it matters to a client, the rules are kube-apiserver's, as tests/test_kube_contract.py checks on
+both: labels and annotations are validated (422), a pod's identity is immutable, the status subresource
+writes status and metadata but never spec, a binding assigns a node once, and deletion is graceful only
+for a pod bound to a node that has not finished (its deletion is written first, then the pod removed).
+
 Objects are plain JSON-shaped dicts; callers always get deep copies, never the stored ones.
 """
 
@@ -22,6 +27,8 @@ from typing import Any
 
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.simulation.fake_kube_objects import (
+    EVENT_FIELDS,
+    POD_FIELDS,
     Obj,
     StoreError,
     json_patch,
@@ -29,6 +36,7 @@ from elastic_agent.simulation.fake_kube_objects import (
     parse_field_selector,
     parse_label_selector,
     selected,
+    validate_metadata,
 )
 
 __all__ = ["Change", "FakeKubeStore", "Obj", "StoreError", "parse_label_selector", "rfc3339"]
@@ -59,6 +67,7 @@ class _Deletion:
     name: str
     uid: str
     at: float  # clock time at which a graceful deletion completes
+    grace: float  # its grace period (seconds, fractions allowed): only a shorter one replaces it
 
 
 def check_resource_version(name: str, current: Obj, wanted: Any) -> None:
@@ -79,6 +88,28 @@ def keep_immutable(current: Obj, updated: Obj) -> None:
             updated[immutable] = current[immutable]
 
 
+def check_metadata_update(name: str, current: Obj, updated: Obj) -> None:
+    """A pod's metadata as kube-apiserver checks an update of it: another name is a 400, another uid or
+    deletion a 422 (immutable fields; a client that sends its pod's uid gets a precondition, not a
+    change), invalid labels or annotations a 422; creationTimestamp is silently kept. Labels and
+    annotations are only checked when they changed (stored ones were checked when written)."""
+    if updated.get("name", name) != name:
+        raise StoreError(400, "BadRequest", f"the name of the object ({updated.get('name')}) does not "
+                                            f"match the name on the URL ({name})")  # fmt: skip
+    if updated.get("namespace", current.get("namespace")) != current.get("namespace"):
+        raise StoreError(400, "BadRequest", "the namespace of the provided object does not match the "
+                                            "namespace sent on the request")  # fmt: skip
+    for immutable in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        if updated.get(immutable) != current.get(immutable):
+            raise StoreError(422, "Invalid", f'Pod "{name}" is invalid: metadata.{immutable}: Invalid value: '
+                                             f'"{updated.get(immutable)}": field is immutable')  # fmt: skip
+    keep_immutable(current, updated)
+    if updated.get("labels") is not current.get("labels") or (
+        updated.get("annotations") is not current.get("annotations")
+    ):
+        validate_metadata("Pod", name, updated, current)
+
+
 @dataclass
 class FakeKubeStore:
     """Thread-safe model of the cluster's API objects. `default_grace_seconds` > 0 makes deletions
@@ -93,7 +124,7 @@ class FakeKubeStore:
     def __post_init__(self) -> None:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
-        self._rv = 0
+        self._rv = 1  # etcd's first revision: no list says 0, which a watch would take for "any version"
         self._pods: dict[str, dict[str, Obj]] = {}
         self._events: dict[str, list[Obj]] = {}
         self._logs: dict[tuple[str, str], list[str]] = {}
@@ -173,6 +204,7 @@ class FakeKubeStore:
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         if meta.get("namespace", ns) != ns:
             raise StoreError(400, "BadRequest", "the namespace of the object does not match the request")
+        validate_metadata("Pod", meta["name"], meta)
         with self._txn():
             self._tick_locked()
             name = meta["name"]
@@ -200,7 +232,8 @@ class FakeKubeStore:
         self, ns: str | None, label_selector: str | None = None, field_selector: str | None = None
     ) -> tuple[list[Obj], int]:
         """Matching pods (all namespaces when `ns` is None) and the resourceVersion of the list."""
-        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, POD_FIELDS)
         with self._txn():
             self._tick_locked()
             spaces = [ns] if ns is not None else sorted(self._pods)
@@ -235,9 +268,65 @@ class FakeKubeStore:
                 updated = copy.deepcopy(current)
                 updated["metadata"] = merge_patch(current["metadata"], patch.get("metadata") or {})
             check_resource_version(name, current, wanted_rv)
-            keep_immutable(current["metadata"], updated["metadata"])
+            check_metadata_update(name, current["metadata"], updated["metadata"])
             updated["status"] = current["status"]
             return self._replace(ns, name, current, updated)
+
+    def patch_status(self, ns: str, name: str, patch: Any, content_type: str) -> Obj:
+        """A write to the `pods/status` subresource (the kubelet's): as kube-apiserver, it changes the
+        status and may change labels and annotations too, but never the spec, the deletion or the owner
+        references (those are reset to the stored ones, silently); a resourceVersion in it is a
+        compare-and-swap as for the pod itself."""
+        with self._txn():
+            self._tick_locked()
+            current = self._pod(ns, name)
+            if "json-patch" in content_type:
+                if not isinstance(patch, list):
+                    raise StoreError(400, "BadRequest", "a JSON patch must be a list of operations")
+                updated = json_patch(current, patch)
+                wanted_rv = None
+            else:
+                if not isinstance(patch, dict):
+                    raise StoreError(400, "BadRequest", "a merge patch must be a JSON object")
+                wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
+                updated = merge_patch(current, patch)
+            check_resource_version(name, current, wanted_rv)
+            meta = updated.setdefault("metadata", {})
+            for reset in ("deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences"):
+                meta.pop(reset, None)
+                if reset in current["metadata"]:
+                    meta[reset] = copy.deepcopy(current["metadata"][reset])
+            check_metadata_update(name, current["metadata"], meta)
+            updated["spec"] = copy.deepcopy(current["spec"])
+            updated["status"] = updated.get("status") or {}
+            updated["apiVersion"], updated["kind"] = "v1", "Pod"
+            return self._replace(ns, name, current, updated)
+
+    def bind_pod(self, ns: str, name: str, node: str, uid: str | None = None) -> None:
+        """The scheduler's `pods/binding`: assign a node to a pod that has none (409 otherwise, also
+        when `uid`, a precondition, names another pod)."""
+        with self._txn():
+            self._tick_locked()
+            current = self._pod(ns, name)
+            meta = current["metadata"]
+            if uid is not None and uid != meta["uid"]:
+                raise StoreError(409, "Conflict", f'Operation cannot be fulfilled on pods "{name}": '
+                                                  f"Precondition failed: UID in precondition: {uid}, "
+                                                  f"UID in object meta: {meta['uid']}")  # fmt: skip
+            assigned = (current.get("spec") or {}).get("nodeName")
+            refusal = f'Operation cannot be fulfilled on pods/binding "{name}": pod {name}'
+            if assigned:
+                raise StoreError(409, "Conflict", f'{refusal} is already assigned to node "{assigned}"')
+            if meta.get("deletionTimestamp"):
+                raise StoreError(409, "Conflict", f"{refusal} is being deleted, cannot be assigned to a host")
+            updated = copy.deepcopy(current)
+            updated["spec"]["nodeName"] = node
+            conditions = [c for c in updated["status"].get("conditions") or []
+                          if c.get("type") != "PodScheduled"]  # fmt: skip
+            conditions.append({"type": "PodScheduled", "status": "True",
+                               "lastTransitionTime": rfc3339(self.clock.now())})  # fmt: skip
+            updated["status"]["conditions"] = conditions
+            self._replace(ns, name, current, updated)
 
     def _replace(self, ns: str, name: str, current: Obj, updated: Obj) -> Obj:
         """Store `updated` under a new resourceVersion; must be called with the lock held."""
@@ -261,28 +350,62 @@ class FakeKubeStore:
             updated["status"] = merge_patch(current.get("status") or {}, status)
             return self._replace(ns, name, current, updated)
 
-    def delete_pod(self, ns: str, name: str, grace_seconds: float | None = None) -> Obj:
-        grace = self.default_grace_seconds if grace_seconds is None else grace_seconds
+    def grace_period(self, pod: Obj, requested: float | None) -> float:
+        """kube-apiserver's grace period for deleting `pod`: none for a pod that no node runs (unbound)
+        or that has finished (Failed, Succeeded), whatever was asked; else the one asked for, else the
+        pod's terminationGracePeriodSeconds, else `default_grace_seconds` (the real server defaults the
+        pod's to 30 s; the fake's default is 0, for tests that need no deletion to linger)."""
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            return 0.0
+        if requested is not None:
+            return max(0.0, float(requested))
+        if spec.get("terminationGracePeriodSeconds") is not None:
+            return max(0.0, float(spec["terminationGracePeriodSeconds"]))
+        return self.default_grace_seconds
+
+    def delete_pod(self, ns: str, name: str, grace_seconds: float | None = None, *,
+                   uid: str | None = None) -> Obj:  # fmt: skip
+        """Delete as kube-apiserver does (see grace_period): at once, or gracefully (deletionTimestamp
+        set, removed by tick() once the grace period has passed on the clock). Deleting a terminating pod
+        again with a shorter grace period shortens it (0: at once); a longer one changes nothing. `uid` is
+        a precondition (409 when the pod is another one by now)."""
         with self._txn():
             self._tick_locked()
             current = self._pod(ns, name)
             meta = current["metadata"]
-            if meta.get("deletionTimestamp"):
-                return copy.deepcopy(current)  # already terminating: deleting again changes nothing
+            if uid is not None and uid != meta["uid"]:
+                raise StoreError(409, "Conflict", f'Operation cannot be fulfilled on Pod "{name}": the UID '
+                                                  f"in the precondition ({uid}) does not match the UID in "
+                                                  f"record ({meta['uid']}). The object might have been "
+                                                  "deleted and then recreated")  # fmt: skip
+            grace = self.grace_period(current, grace_seconds)
             now = self.clock.now()
+            if meta.get("deletionTimestamp"):
+                pending = next((d for d in self._deletions if (d.namespace, d.name, d.uid)
+                                == (ns, name, meta["uid"])), None)  # fmt: skip
+                if pending is not None and grace >= pending.grace:
+                    return copy.deepcopy(current)  # already terminating, as soon or sooner
+                self._deletions = [d for d in self._deletions if d is not pending]
             if grace > 0:
                 updated = copy.deepcopy(current)
                 updated["metadata"]["deletionTimestamp"] = rfc3339(now + grace)
                 updated["metadata"]["deletionGracePeriodSeconds"] = max(1, round(grace))
-                self._deletions.append(_Deletion(ns, name, meta["uid"], now + grace))
+                self._deletions.append(_Deletion(ns, name, meta["uid"], now + grace, grace))
                 return self._replace(ns, name, current, updated)
             return self._remove_locked(ns, name, now)
 
     def _remove_locked(self, ns: str, name: str, now: float) -> Obj:
+        current = self._pods[ns][name]
+        if current["metadata"].get("deletionGracePeriodSeconds") != 0:
+            # As kube-apiserver: the deletion is written first (deletionTimestamp now, grace period 0), which
+            # watchers see as MODIFIED, then the pod is removed (DELETED, under the next resourceVersion).
+            updated = copy.deepcopy(current)
+            updated["metadata"]["deletionTimestamp"] = rfc3339(now)
+            updated["metadata"]["deletionGracePeriodSeconds"] = 0
+            self._replace(ns, name, current, updated)
         current = self._pods[ns].pop(name)
         gone = copy.deepcopy(current)
-        gone["metadata"].setdefault("deletionTimestamp", rfc3339(now))
-        gone["metadata"].setdefault("deletionGracePeriodSeconds", 0)
         gone["metadata"]["resourceVersion"] = str(self._bump())
         self._record("DELETED", ns, copy.deepcopy(gone), current)
         return gone
@@ -362,8 +485,29 @@ class FakeKubeStore:
                 }
             )
 
+    def create_event(self, ns: str, body: Mapping[str, Any]) -> Obj:
+        """An Event written through the API (what a kubelet or a scheduler records), stored as given."""
+        event = copy.deepcopy(dict(body))
+        meta = event.setdefault("metadata", {})
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise StoreError(422, "Invalid", "Event is invalid: metadata.name: Required value")
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:16]
+        if meta.get("namespace", ns) != ns:
+            raise StoreError(400, "BadRequest", "the namespace of the object does not match the request")
+        validate_metadata("Event", meta["name"], meta)
+        with self._lock:
+            events = self._events.setdefault(ns, [])
+            if any(e["metadata"]["name"] == meta["name"] for e in events):
+                raise StoreError(409, "AlreadyExists", f'events "{meta["name"]}" already exists')
+            meta.update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=rfc3339(self.clock.now()),
+                        resourceVersion=str(self._bump()))  # fmt: skip
+            event["apiVersion"], event["kind"] = "v1", "Event"
+            events.append(event)
+            return copy.deepcopy(event)
+
     def list_events(self, ns: str, field_selector: str | None = None) -> tuple[list[Obj], int]:
-        fields = parse_field_selector(field_selector)
+        fields = parse_field_selector(field_selector, EVENT_FIELDS)
         with self._lock:
             items = [copy.deepcopy(e) for e in self._events.get(ns, []) if selected(e, [], fields)]
             return items, self._rv

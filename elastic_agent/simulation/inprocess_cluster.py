@@ -9,6 +9,9 @@ compare-and-swap that raises `Conflict`.
 events are indexed per pod (the base class scans every event of the namespace to count repeats) and
 dropped with their pod, logs too, and one immutable snapshot per change is shared by all listeners
 instead of one deep copy each. Stored pods are never mutated in place, so sharing is safe for readers.
+One difference is kept on purpose: a pod is removed in one change (DELETED), where the base class (as
+kube-apiserver) first writes the deletion (MODIFIED): the simulations' results for a seed stay as they
+were.
 
 Pod names: `build_pod` draws a random suffix per pod. For results that are identical for a seed, the
 port renames each new pod to `<prefix>-<counter>` (and its GO_EA agent id with it) before creating it;
@@ -30,8 +33,8 @@ from elastic_agent.simulation.fake_kube_store import (
     FakeKubeStore,
     Obj,
     StoreError,
+    check_metadata_update,
     check_resource_version,
-    keep_immutable,
     rfc3339,
 )
 
@@ -77,7 +80,7 @@ class SimulationKubeStore(FakeKubeStore):
             current = self._pod(ns, name)
             check_resource_version(name, current, (patch.get("metadata") or {}).get("resourceVersion"))
             metadata = merge_patch(current["metadata"], patch.get("metadata") or {})
-            keep_immutable(current["metadata"], metadata)
+            check_metadata_update(name, current["metadata"], metadata)
             return self._replace(ns, name, current, {**current, "metadata": metadata})
 
     def update_status(self, ns: str, name: str, uid: str | None, status: Mapping[str, Any]) -> Obj | None:

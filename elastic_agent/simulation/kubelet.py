@@ -196,8 +196,21 @@ class SimulatedKubelet:
         with self._lock:
             life = _PodLife(ns, name, uid, next(self._nodes), fault)
             self._pods[(ns, uid)] = life
-        self.store.update_status(ns, name, uid, {"nodeName": life.node, "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(self.clock.now())}]})
+        self.store.update_status(
+            ns,
+            name,
+            uid,
+            {
+                "nodeName": life.node,
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "True",
+                        "lastTransitionTime": rfc3339(self.clock.now()),
+                    }
+                ],
+            },
+        )
         self.store.add_event(ns, name, "Scheduled", f"Successfully assigned {ns}/{name} to {life.node}")
         image = _first_container(pod).get("image", "unknown")
         self.store.add_event(ns, name, "Pulling", f'Pulling image "{image}"')
@@ -206,8 +219,12 @@ class SimulatedKubelet:
             self.store.add_event(ns, name, "Failed", failure, "Warning")
             self.store.add_event(ns, name, "BackOff", f'Back-off pulling image "{image}"', "Normal")
             waiting = {"waiting": {"reason": "ErrImagePull", "message": fault.message}}
-            self.store.update_status(ns, name, uid, {
-                "containerStatuses": [_container_status(_first_container(pod), False, waiting)]})
+            self.store.update_status(
+                ns,
+                name,
+                uid,
+                {"containerStatuses": [_container_status(_first_container(pod), False, waiting)]},
+            )
             return
         delay = self.boot_delay(pod) if callable(self.boot_delay) else self.boot_delay
         self._schedule(self.clock.now() + max(0.0, delay), "start", ns, name, uid)
