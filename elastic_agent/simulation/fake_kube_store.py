@@ -110,6 +110,20 @@ def check_metadata_update(name: str, current: Obj, updated: Obj) -> None:
         validate_metadata("Pod", name, updated, current)
 
 
+def _apply_patch(
+    current: Obj, patch: Any, content_type: str, merge: Callable[[dict[str, Any]], Obj]
+) -> tuple[Obj, Any]:
+    """The patched object and the resourceVersion the patch demands (None: any): a JSON patch (a list
+    of operations), else a merge patch (an object) applied by `merge`."""
+    if "json-patch" in content_type:
+        if not isinstance(patch, list):
+            raise StoreError(400, "BadRequest", "a JSON patch must be a list of operations")
+        return json_patch(current, patch), None
+    if not isinstance(patch, dict):
+        raise StoreError(400, "BadRequest", "a merge patch must be a JSON object")
+    return merge(patch), (patch.get("metadata") or {}).get("resourceVersion")
+
+
 @dataclass
 class FakeKubeStore:
     """Thread-safe model of the cluster's API objects. `default_grace_seconds` > 0 makes deletions
@@ -249,15 +263,8 @@ class FakeKubeStore:
         with self._txn():
             self._tick_locked()
             current = self._pod(ns, name)
-            if "json-patch" in content_type:
-                if not isinstance(patch, list):
-                    raise StoreError(400, "BadRequest", "a JSON patch must be a list of operations")
-                updated = json_patch(current, patch)
-                wanted_rv = None
-            else:
-                if not isinstance(patch, dict):
-                    raise StoreError(400, "BadRequest", "a merge patch must be a JSON object")
-                wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
+
+            def merge_metadata(patch: dict[str, Any]) -> Obj:
                 # Spec and status are not patchable here: the plugin only changes metadata, and the
                 # status belongs to the kubelet (a real server ignores status in a pod patch).
                 unexpected = set(patch) - {"metadata", "apiVersion", "kind", "status"}
@@ -267,6 +274,9 @@ class FakeKubeStore:
                     )
                 updated = copy.deepcopy(current)
                 updated["metadata"] = merge_patch(current["metadata"], patch.get("metadata") or {})
+                return updated
+
+            updated, wanted_rv = _apply_patch(current, patch, content_type, merge_metadata)
             check_resource_version(name, current, wanted_rv)
             check_metadata_update(name, current["metadata"], updated["metadata"])
             updated["status"] = current["status"]
@@ -280,16 +290,7 @@ class FakeKubeStore:
         with self._txn():
             self._tick_locked()
             current = self._pod(ns, name)
-            if "json-patch" in content_type:
-                if not isinstance(patch, list):
-                    raise StoreError(400, "BadRequest", "a JSON patch must be a list of operations")
-                updated = json_patch(current, patch)
-                wanted_rv = None
-            else:
-                if not isinstance(patch, dict):
-                    raise StoreError(400, "BadRequest", "a merge patch must be a JSON object")
-                wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
-                updated = merge_patch(current, patch)
+            updated, wanted_rv = _apply_patch(current, patch, content_type, lambda p: merge_patch(current, p))
             check_resource_version(name, current, wanted_rv)
             meta = updated.setdefault("metadata", {})
             for reset in ("deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences"):
