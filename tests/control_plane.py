@@ -180,8 +180,9 @@ def build(cache_dir: Path | None = None) -> Binaries:
         found = _complete(folder)
         if found is not None:
             return found
-        print(f"building kube-apiserver {kubernetes_version} and etcd {etcd_version} from Go modules into "
-              f"{folder} (the first build takes several minutes)", file=sys.stderr, flush=True)  # fmt: skip
+        print(f"building kube-apiserver {kubernetes_version}, etcd {etcd_version} and kustomize from Go "
+              f"modules into {folder} (the first build takes several minutes)", file=sys.stderr,
+              flush=True)  # fmt: skip
         staging = root / f"{folder.name}.tmp-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
