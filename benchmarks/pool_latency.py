@@ -19,6 +19,7 @@ from typing import Any
 from elastic_agent.clock import SystemClock
 from elastic_agent.gocd.messages import Agent, JobIdentifier
 from elastic_agent.gocd.server import ServerInfo
+from elastic_agent.kube.outage import OutageTracker
 from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
@@ -37,6 +38,7 @@ class StaticCluster:
 
     def __init__(self, pods: list[PodView]) -> None:
         self._pods = {pod.name: pod for pod in pods}
+        self.outage = OutageTracker("bench", SystemClock())
 
     def start(self) -> None: ...
     def stop(self) -> None: ...

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.health import HealthReporter
+from elastic_agent.gocd.messages import cache_capacities, cache_sizes
 from elastic_agent.gocd.narrator import Narrator, ThreadedNarrator
 from elastic_agent.gocd.server import GoCDServer, GoCDServerSource
 from elastic_agent.kube.port import ClusterPort
@@ -114,6 +115,30 @@ class Backend:
         with self._lock:
             return self._pools.get(cluster_label(profile.cluster_key))
 
+    def sizes(self) -> dict[str, int]:
+        """How many entries each long-lived structure holds, summed over the pools: what a backend that
+        runs for months must keep bounded (/metrics, and the soak benchmark, read it)."""
+        sizes: dict[str, int] = {"pools": 0, "pods_watched": 0, "records": 0}
+        for pool in self.pools():
+            sizes["pools"] += 1
+            sizes["pods_watched"] += len(pool.port.pods())
+            sizes["records"] += len(pool.records())
+            for name, count in pool.state.sizes().items():
+                sizes[name] = sizes.get(name, 0) + count
+        sizes["job_specs"] = len(self.job_specs)
+        sizes["banked_keys"] = len(self.keys)
+        if isinstance(self.narrator, ThreadedNarrator):
+            sizes["console_lines_queued"] = self.narrator.backlog()
+        return {**sizes, **cache_sizes()}
+
+    def size_limits(self) -> dict[str, int]:
+        """The structures of `sizes` that have a fixed capacity, and that capacity (the rest are bounded by
+        what they track: pods, waiting jobs, fingerprints)."""
+        limits = {"job_specs": JobSpecs.MAX_ENTRIES, "banked_keys": self.keys.capacity}
+        if isinstance(self.narrator, ThreadedNarrator):
+            limits["console_lines_queued"] = ThreadedNarrator.CAPACITY
+        return {**limits, **cache_capacities()}
+
     def change_marks(self) -> dict[ClusterPool, int]:
         """Each pool's change mark, taken before GoCD's agent list is asked for (ClusterPool.reconcile)."""
         return {pool: pool.change_mark() for pool in self.pools()}
@@ -125,13 +150,17 @@ class Backend:
             pool.stop(deadline)
         self.narrator.stop(deadline)
 
-    def report_cluster_problem(self, profile: ClusterProfile, message: str, what: str = "watch") -> None:
+    def report_cluster_problem(
+        self, profile: ClusterProfile, message: str, what: str = "watch", streak: object = None
+    ) -> bool:
         """`what`: "watch" (listing and watching pods, checked at every ping) or "create" (creating pods,
-        cleared only when a pod is created again)."""
-        self.health.problem(f"cluster:{what}:{profile.cluster_key}", message)
+        cleared only when a pod is created again). With a `streak`, a repeat keeps the first message;
+        True when the problem is new."""
+        return self.health.problem(f"cluster:{what}:{profile.cluster_key}", message, streak=streak)
 
-    def report_cluster_ok(self, profile: ClusterProfile, what: str = "watch") -> None:
-        self.health.resolved(f"cluster:{what}:{profile.cluster_key}")
+    def report_cluster_ok(self, profile: ClusterProfile, what: str = "watch") -> bool:
+        """True when there was a problem of that kind (it is gone now)."""
+        return self.health.resolved(f"cluster:{what}:{profile.cluster_key}")
 
     def publish_health(self, gocd: GoCDServer) -> None:
         self.health.publish(gocd)

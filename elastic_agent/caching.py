@@ -58,3 +58,7 @@ class DigestCache(Generic[Value]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
 from elastic_agent.gocd.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
 from elastic_agent.gocd.server import GoCDError
-from elastic_agent.kube.port import ClusterError
+from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.remote_file import RemoteFileError
 from executors.base import Incident, RequestContext, Response, new_incident
 from profiles.errors import ProfileError
+
+log = logging.getLogger(__name__)
+
+# The API server names the refused object ('pods "k8s-ea-0001" is forbidden: exceeded quota ...'); the
+# health message is about the refusal, not the pod, and must read the same at every re-send.
+_POD_NAME = re.compile(r'\bpods? "[^"]*"')
 
 # Responses are immutable: the two answers of the most frequent request are built once.
 _TRUE, _FALSE = Response.text("true"), Response.text("false")
@@ -23,7 +32,12 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
         pool = backend.pool(cluster, gocd)
         outcome = pool.create_agent(request.job, spec, request.auto_register_key, gocd)
     except ClusterError as error:
-        backend.report_cluster_problem(cluster, f"Creating agent pods fails: {error}", "create")
+        if not isinstance(error, Unreachable):  # an outage has its one message (kube/outage.py)
+            message = f"Creating agent pods fails: {_POD_NAME.sub('a pod', str(error))}"
+            # One streak per status: GoCD re-sends create-agent for every waiting job every 2 minutes,
+            # and a quota or RBAC refusal is logged and shown once, not once per re-send.
+            if not backend.report_cluster_problem(cluster, message, "create", streak=error.status):
+                error.repeated = True
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
     except (ProfileError, RemoteFileError) as error:  # sentences written for people, without secrets
@@ -36,8 +50,8 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
         text = f"could not create an agent pod: an unexpected error (incident {incident} in the backend log)"
         ctx.console(request.job, text)
         raise Incident(incident) from error
-    if outcome.created is not None:
-        backend.report_cluster_ok(cluster, "create")
+    if outcome.created is not None and backend.report_cluster_ok(cluster, "create"):
+        log.info("creating agent pods works again")
     backend.narrator.decision(f"job {request.job.label}: {outcome.message}")
     ctx.console(request.job, outcome.message)
     if outcome.created is None and spec.min_idle_pods:

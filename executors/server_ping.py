@@ -11,6 +11,7 @@ from elastic_agent.kube.port import ClusterError, Forbidden
 from executors.base import RequestContext, Response
 from profiles.cluster import ClusterProfile
 from profiles.errors import ProfileError
+from profiles.values import safe_url
 
 log = logging.getLogger(__name__)
 CALL_KINDS = ("write", "delete")  # pool.state.PROBLEMS
@@ -46,22 +47,23 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
             what = (
                 "refuses this plugin's credentials" if isinstance(error, Forbidden) else "cannot be reached"
             )
-            backend.report_cluster_problem(
-                cluster,
-                f"The Kubernetes cluster {cluster.kubernetes_cluster_url or '(in-cluster)'} namespace "
-                f"{cluster.namespace} {what}: {error}",
-            )
+            backend.report_cluster_problem(cluster, f"{_where(cluster)} {what}: {error}")
     if every_cluster_seen and all(pool.port.wait_synced(0) for pool in backend.pools()):
         _remove_agents_without_pods(ctx, agents)
     backend.publish_health(gocd)
     return Response.text("")
 
 
+def _where(cluster: ClusterProfile) -> str:
+    """The cluster as GoCD's health messages name it: its URL without user info or query."""
+    url = safe_url(cluster.kubernetes_cluster_url) if cluster.kubernetes_cluster_url else "(in-cluster)"
+    return f"The Kubernetes cluster {url} namespace {cluster.namespace}"
+
+
 def _report_call_problems(ctx: RequestContext, cluster: ClusterProfile, problems: Mapping[str, str]) -> None:
     """Writes and deletions the cluster refuses (an RBAC rule missing, a quota, an admission webhook)
     show in GoCD until they work again; the watch's problems are reported above."""
-    url = cluster.kubernetes_cluster_url or "(in-cluster)"
-    where = f"The Kubernetes cluster {url} namespace {cluster.namespace}"
+    where = _where(cluster)
     for what in CALL_KINDS:
         if what in problems:
             ctx.backend.report_cluster_problem(cluster, f"{where}: {problems[what]}", what)

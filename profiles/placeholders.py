@@ -15,6 +15,7 @@ change the structure of the document.
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import string
@@ -126,9 +127,24 @@ def _load(text: str, file_type: str) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise TemplateError(f"the pod template is not valid YAML{where}: {error.problem}") from None
+        problem = _unquoted(error.problem)
+        raise TemplateError(f"the pod template is not valid YAML{where}: {problem}") from None
     except (yaml.YAMLError, RecursionError) as error:
-        raise TemplateError(f"the pod template is not valid YAML: {error}") from None
+        raise TemplateError(f"the pod template is not valid YAML: {_unquoted(str(error))}") from None
+    except ValueError:
+        # PyYAML's constructors call int() and float() as they are: a number of more than 4,300 digits.
+        raise TemplateError("the pod template is not valid YAML: a number in it is too long") from None
+
+
+# What PyYAML quotes in a message: a tag, an alias, an anchor, a character.
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def _unquoted(problem: str | None) -> str:
+    """PyYAML's sentence without the template text it quotes (a single character excepted): a
+    resolved {{SECRET:...}} written unquoted, `value: !s3cret` or `value: *s3cret`, is read as a tag or
+    an alias, and the message would quote the secret into the job's console."""
+    return _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= 4 else "(text not shown)", problem or "")
 
 
 def _copy(value: Any, on_text: Callable[[str], str]) -> Any:
@@ -142,6 +158,9 @@ def _copy(value: Any, on_text: Callable[[str], str]) -> Any:
             raise TemplateError("the pod template is too large or too deeply nested to be a pod spec")
         if isinstance(node, str):
             return on_text(node)
+        if isinstance(node, float) and not math.isfinite(node):
+            # JSON's NaN and YAML's .nan/.inf parse, but no Kubernetes object can hold them.
+            raise TemplateError(f"the value at {path or 'the top'} is not a finite number")
         if node is None or isinstance(node, bool | int | float):
             return node
         if isinstance(node, dict):

@@ -20,6 +20,11 @@ _DURATION = re.compile(
 )
 _SECONDS_PER = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DURATION_HELP = "write 30s, 10m or 2h; a bare number means minutes"
+# No setting needs more; past it, a long run of digits would reach infinity (which nothing can format
+# or wait for) and threads' timeouts overflow.
+_LONGEST_S = 3650 * 86400.0
+# Kubernetes quantities are 64-bit: a larger amount is not a limit any pod can be given.
+_LARGEST_QUANTITY = 2**63 - 1
 
 
 def parse_duration(text: str, bare_unit_seconds: float = 60.0) -> float:
@@ -27,17 +32,21 @@ def parse_duration(text: str, bare_unit_seconds: float = 60.0) -> float:
     otherwise) → seconds."""
     raw = text.strip().lower().replace(" ", "")
     if _BARE_NUMBER.match(raw):
-        return float(raw) * bare_unit_seconds
-    match = _DURATION.match(raw)
-    if not raw or match is None or not any(match.groupdict().values()):
-        raise ValueError(f"{text.strip()!r} is not a duration: {_DURATION_HELP}")
-    return sum(float(v) * _SECONDS_PER[unit] for unit, v in match.groupdict().items() if v is not None)
+        seconds = float(raw) * bare_unit_seconds
+    else:
+        match = _DURATION.match(raw)
+        if not raw or match is None or not any(match.groupdict().values()):
+            raise ValueError(f"{text.strip()!r} is not a duration: {_DURATION_HELP}")
+        seconds = sum(float(v) * _SECONDS_PER[unit] for unit, v in match.groupdict().items() if v is not None)
+    if not seconds <= _LONGEST_S:
+        raise ValueError(f"{text.strip()!r} is too long: the longest duration is 3650d (ten years)")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:
     """The shortest exact spelling, for help texts and status pages: 600 → `10m`, 5400 → `1h30m`."""
     if seconds != int(seconds):
-        return f"{seconds:g}s"
+        return f"{seconds:.15g}s"  # :g alone keeps 6 digits: 1000.001 would show as 1000s
     rest = int(seconds)
     if rest == 0:
         return "0s"
@@ -95,6 +104,8 @@ def parse_memory(text: str) -> Memory:
     amount = math.ceil(exact)
     if amount <= 0:
         raise ValueError(f"{raw!r} is not a memory size: it must be more than zero")
+    if amount > _LARGEST_QUANTITY:
+        raise ValueError(f"{raw!r} is more memory than Kubernetes can express (less than 8Ei)")
     return Memory(quantity=_binary_quantity(amount), bytes=amount)
 
 
@@ -132,6 +143,8 @@ def parse_cpu(text: str) -> Cpu:
         raise ValueError(f"{raw!r} is finer than Kubernetes allows: the smallest CPU step is 1m (0.001)")
     if millis <= 0:
         raise ValueError(f"{raw!r} is not a CPU amount: it must be more than zero")
+    if millis > _LARGEST_QUANTITY:
+        raise ValueError(f"{raw!r} is more CPU than Kubernetes can express")
     count = int(millis)
     quantity = str(count // 1000) if count % 1000 == 0 else f"{count}m"
     return Cpu(quantity=quantity, millicores=count)

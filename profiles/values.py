@@ -39,6 +39,9 @@ def integer(minimum: int, maximum: int = 1_000_000) -> Callable[[str], int]:
         raw = text.strip()
         if not re.fullmatch(r"\d+", raw):
             raise ValueError(f"{raw!r} is not a whole number")
+        if len(raw.lstrip("0")) > len(str(maximum)):
+            # Before int(): past 4,300 digits Python refuses with a message about its own settings.
+            raise ValueError(f"the number is out of range: write a number from {minimum} to {maximum}")
         value = int(raw)
         if not minimum <= value <= maximum:
             raise ValueError(f"{value} is out of range: write a number from {minimum} to {maximum}")
@@ -68,16 +71,18 @@ def duration(minimum_s: float = 0.0, bare_unit_seconds: float = 60.0) -> Callabl
 
 
 def http_url(text: str) -> str:
+    """Messages show the URL as `safe_url` does: a RemoteFile URL often carries an access token (a
+    resolved {{SECRET:...}}) in its user info or query, and messages reach job consoles."""
     raw = text.strip()
     try:
         parts = urlsplit(raw)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError:
-        raise ValueError(f"{raw!r} is not a valid URL") from None
+        raise ValueError("the text is not a valid URL: its host or port cannot be read") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{raw!r} is not an http:// or https:// URL")
+        raise ValueError(f"{safe_url(raw)!r} is not an http:// or https:// URL")
     if any(c.isspace() for c in raw):
-        raise ValueError(f"{raw!r} is not a valid URL: it contains spaces")
+        raise ValueError(f"{safe_url(raw)!r} is not a valid URL: it contains spaces")
     return raw
 
 
@@ -177,8 +182,15 @@ def environment(text: str) -> tuple[tuple[str, str], ...]:
             continue
         name, separator, value = line.partition("=")
         name = name.strip()
-        if not separator or not _ENV_NAME.fullmatch(name):
-            raise ValueError(f"line {number} ({line.strip()!r}) is not NAME=value")
+        # The line itself is never quoted: it may be a value, or a line of a multi-line secret (a
+        # resolved {{SECRET:...}} holding a key), and these messages reach job consoles.
+        if not separator:
+            raise ValueError(f"line {number} is not NAME=value: it has no '=' (a value cannot span lines)")
+        if not _ENV_NAME.fullmatch(name):
+            raise ValueError(
+                f"line {number} is not NAME=value: a name is letters, digits, '_', '-' and '.', "
+                "and does not start with a digit"
+            )
         if name.upper().startswith("GO_EA_"):
             raise ValueError(f"line {number}: {name} is set by the plugin itself and cannot be overridden")
         if name in seen:

@@ -16,6 +16,7 @@ fi
 .venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
 .venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
 .venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m benchmarks.soak --minutes 2 --check --output .venv/soak-short.json  # the soak, short: growth must be flat (benchmarks/soak_rules.py)
 mvn_log=.venv/mvn-verify.log
 if ! (cd bridge && PATH="$PWD/../.venv/bin:$PATH" mvn -B -ntp verify >"../$mvn_log" 2>&1); then
   tail -n 150 "$mvn_log"

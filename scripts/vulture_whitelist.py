@@ -14,12 +14,18 @@ _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 # Flask routes, registered by decorator.
 healthz, livez, readyz, metrics_page
 
+# waitress's hooks, overridden in elastic_agent/service/wsgi.py (the body limit): read by waitress.
+_.to_response, _.parser_class, _.channel_class
+
 # Overrides of http.server / werkzeug hooks.
-_.do_POST, _.log_message, _.log_request, _.close_connection, _.handle_startendtag, _.handle_endtag, _.handle_data
+_.do_GET, _.do_POST, _.log_message, _.log_request, _.close_connection, _.handle_startendtag, _.handle_endtag, _.handle_data
 
 # The simulated GoCD server's records and statistics: what it knows, read by people and in reprs.
 _.registrations_refused, _.used_at, issued_at, used_at, registrations_refused, deleted_with_live_process
 _.deleted_with_live_process
+
+# A log record's level name, set where a filter demotes it (kube/connect.py): read by log formatters.
+_.levelname
 
 # Orders the kubelet's tasks (dataclass(order=True) compares it).
 seq

@@ -23,13 +23,18 @@ TOKEN_VARIABLES = ("GOCD_ELASTIC_AGENT_TOKEN", "GOCD_ELASTIC_AGENT_CALLBACK_URL"
 class BackendProcess:
     """Started by the constructor, which returns once it answers /healthz; `stderr` collects its log."""
 
-    def __init__(self, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        launcher: Sequence[str] = ("-m", "elastic_agent"),  # tests/scaled_serve.py: on a shared clock
+    ) -> None:
         environment = {key: value for key, value in os.environ.items() if key not in TOKEN_VARIABLES}
         environment.update(env or {})
         environment["PYTHONUNBUFFERED"] = "1"
         serve = ["serve", "--bind", "127.0.0.1:0", "--log-level", "WARNING", *args]  # later options win
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "elastic_agent", *serve],
+            [sys.executable, *launcher, *serve],
             cwd=ROOT,
             env=environment,
             stdout=subprocess.PIPE,

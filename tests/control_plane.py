@@ -360,6 +360,7 @@ class ControlPlane:
         self._etcd: _Process | None = None
         self._apiserver: _Process | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._frozen = False  # SIGSTOPped by freeze_apiserver()
 
     # lifecycle
 
@@ -392,6 +393,8 @@ class ControlPlane:
         """apiserver first (it flushes to etcd), then etcd; each SIGTERM, then SIGKILL after a bound."""
         atexit.unregister(self.stop)
         if self._apiserver is not None:
+            if self._frozen and self._apiserver.popen is not None:
+                self._apiserver.popen.send_signal(signal.SIGCONT)  # SIGTERM waits for a stopped process
             self._apiserver.stop()
         if self._etcd is not None:
             self._etcd.stop()
@@ -409,6 +412,38 @@ class ControlPlane:
         self._apiserver.stop()
         self._apiserver.start()
         self._wait_ready()
+
+    def freeze_apiserver(self) -> None:
+        """SIGSTOP kube-apiserver: its sockets stay open and the kernel still accepts connections, but
+        nothing is answered (a process stuck in a long pause, a VM paused) until thaw_apiserver()."""
+        assert self._apiserver is not None and self._apiserver.popen is not None
+        self._apiserver.popen.send_signal(signal.SIGSTOP)
+        self._frozen = True
+
+    def thaw_apiserver(self) -> None:
+        """SIGCONT: kube-apiserver carries on with what it was doing; returns once it answers again."""
+        assert self._apiserver is not None and self._apiserver.popen is not None
+        self._apiserver.popen.send_signal(signal.SIGCONT)
+        self._frozen = False
+        self._wait_ready()
+
+    def stop_etcd(self) -> None:
+        """SIGTERM etcd (kube-apiserver keeps running, answering 5xx or hanging until etcd is back)."""
+        assert self._etcd is not None
+        self._etcd.stop()
+
+    def start_etcd(self) -> None:
+        """Start etcd again on the same ports with the same data folder; returns once kube-apiserver,
+        reconnected, is ready again."""
+        assert self._etcd is not None
+        self._etcd.start()
+        self._wait_ready()
+
+    def restart_etcd(self, down_s: float = 0.0) -> None:
+        """stop_etcd(), `down_s` seconds of no etcd, start_etcd()."""
+        self.stop_etcd()
+        time.sleep(down_s)
+        self.start_etcd()
 
     def _start(self) -> None:
         work = self.workdir

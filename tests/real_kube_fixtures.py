@@ -19,6 +19,9 @@ import pytest
 
 from tests.control_plane import Binaries, BuildError, ControlPlane, build
 
+# kube-apiserver flags for a history that expires within seconds (see compacting_kube).
+COMPACTING_ARGS = ("--etcd-compaction-interval=1s", "--watch-cache-sizes=pods#0")
+
 
 def _unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
@@ -43,4 +46,15 @@ def real_kube(real_kube_binaries: Binaries,
     own, and leaves the apiserver running (restart tests start their own ControlPlane). A failure to start
     is a failure, never a skip: the binaries are there."""
     with ControlPlane.start(real_kube_binaries, tmp_path_factory.mktemp("real-kube")) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def compacting_kube(real_kube_binaries: Binaries,
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:  # fmt: skip
+    """A control plane of its own whose history expires within seconds, for 410 Gone: kube-apiserver
+    compacts etcd every second and serves pod watches from etcd rather than from its watch cache (which
+    reaches back to the server's start). A production cluster does the same every 5 minutes."""
+    with ControlPlane.start(real_kube_binaries, tmp_path_factory.mktemp("compacting-kube"),
+                            COMPACTING_ARGS) as plane:  # fmt: skip
         yield plane

@@ -103,11 +103,12 @@ from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore
 from tests import real_kube_fixtures
-from tests.control_plane import Binaries, ControlPlane
+from tests.control_plane import ControlPlane
 from tests.kube_fixtures import pod_manifest, wait_for
 
 real_kube = real_kube_fixtures.real_kube  # fixtures
 real_kube_binaries = real_kube_fixtures.real_kube_binaries
+compacting_kube = real_kube_fixtures.compacting_kube
 
 ROLE_PATH = Path(__file__).resolve().parent.parent / "docker" / "kubernetes" / "rbac" / "role.yaml"
 MERGE = "application/merge-patch+json"
@@ -320,17 +321,6 @@ def _real_server(plane: ControlPlane) -> Iterator[Server]:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="session")
-def compacting_kube(real_kube_binaries: Binaries,
-                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:  # fmt: skip
-    """A control plane of its own whose history expires within seconds, for 410 Gone: kube-apiserver
-    compacts etcd every second and serves pod watches from etcd rather than from its watch cache (which
-    reaches back to the server's start). A production cluster does the same every 5 minutes."""
-    args = ["--etcd-compaction-interval=1s", "--watch-cache-sizes=pods#0"]
-    with ControlPlane.start(real_kube_binaries, tmp_path_factory.mktemp("compacting-kube"), args) as plane:
-        yield plane
 
 
 @pytest.fixture(params=["fake", "real"])

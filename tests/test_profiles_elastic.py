@@ -149,7 +149,7 @@ def test_min_idle_pods_needs_reuse() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("A", "line 1 ('A') is not NAME=value"),
+        ("A", "line 1 is not NAME=value: it has no '='"),
         ("A=1\n=2", "line 2"),
         ("A=1\nA=2", "A is set twice"),
         ("GO_EA_SERVER_URL=x", "set by the plugin"),

@@ -7,8 +7,14 @@ might be a secret (property values are never quoted back).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
+
+# GoCD's counters and ids are Java longs. Bounding them here also keeps int() away from runs of digits
+# it refuses (past 4,300) or misreads ("²" and "--1" pass str.isdigit()).
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+_LONG_TEXT = re.compile(r"-?[0-9]{1,19}")
 
 
 class BadRequest(Exception):
@@ -78,12 +84,12 @@ class Body:
         if key not in self.data or self.data[key] is None:
             raise self.missing(key)
         value = self.data[key]
-        if isinstance(value, bool):
-            raise self.wrong(key, "a whole number", value)
-        if isinstance(value, int):
+        if isinstance(value, str) and _LONG_TEXT.fullmatch(value.strip()):
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and LONG_MIN <= value <= LONG_MAX:
             return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
+        if isinstance(value, int | str) and not isinstance(value, bool):
+            raise BadRequest(f"{self.where}: the field '{key}' must be a whole number of at most 19 digits.")
         raise self.wrong(key, "a whole number", value)
 
     def object(self, key: str) -> Body:

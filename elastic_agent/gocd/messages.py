@@ -16,7 +16,7 @@ from itertools import chain
 from typing import Any, TypeVar
 
 from elastic_agent.caching import DigestCache, digest, parts_digest
-from elastic_agent.gocd.body import BadRequest, Body, Properties, plain_properties
+from elastic_agent.gocd.body import LONG_MAX, BadRequest, Body, Properties, plain_properties
 from profiles.cluster import ClusterProfile
 
 Value = TypeVar("Value")
@@ -37,12 +37,12 @@ class JobIdentifier:
         return cls(
             pipeline_name=body.string("pipeline_name"),
             pipeline_label=body.optional_string("pipeline_label") or "",
-            pipeline_counter=body.integer("pipeline_counter"),
+            pipeline_counter=_count(body, "pipeline_counter"),
             stage_name=body.string("stage_name"),
             # GoCD sends stage_counter as a string; tolerate a number, it means the same.
-            stage_counter=str(body.integer("stage_counter")),
+            stage_counter=str(_count(body, "stage_counter")),
             job_name=body.string("job_name"),
-            job_id=body.integer("job_id"),
+            job_id=_count(body, "job_id"),
         )
 
     @classmethod
@@ -55,7 +55,11 @@ class JobIdentifier:
         stage_counter, label = data.get("stage_counter"), data.get("pipeline_label")
         if not (type(pipeline) is type(stage) is type(name) is str and type(counter) is type(job_id) is int):
             return None
+        if not (0 <= counter <= LONG_MAX and 0 <= job_id <= LONG_MAX):
+            return None
         if type(stage_counter) is not str or not stage_counter.isdecimal() or not stage_counter.isascii():
+            return None
+        if len(stage_counter) > 19:
             return None
         if label is not None and type(label) is not str:
             return None
@@ -79,6 +83,15 @@ class JobIdentifier:
             f"{self.pipeline_name}/{self.pipeline_counter}/{self.stage_name}/"
             f"{self.stage_counter}/{self.job_name}"
         )
+
+
+def _count(body: Body, key: str) -> int:
+    """GoCD's counters and job ids count from 1; a negative one would also make an invalid pod label
+    (the job id is one)."""
+    value = body.integer(key)
+    if value < 0:
+        raise BadRequest(f"{body.where}: the field '{key}' must not be negative.")
+    return value
 
 
 @dataclass(frozen=True)
@@ -236,6 +249,18 @@ class ShouldAssignWorkRequest(_WithCluster):
 
 
 _should_assign_work: DigestCache[ShouldAssignWorkRequest] = DigestCache(4096)
+
+
+def cache_sizes() -> dict[str, int]:
+    """Entries in the process-wide parse caches (/metrics shows them, the soak watches them)."""
+    return {"parsed_cluster_profiles": len(_clusters), "parsed_should_assign_work": len(_should_assign_work)}
+
+
+def cache_capacities() -> dict[str, int]:
+    return {
+        "parsed_cluster_profiles": _clusters.capacity,
+        "parsed_should_assign_work": _should_assign_work.capacity,
+    }
 
 
 @dataclass(frozen=True)

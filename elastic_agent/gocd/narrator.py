@@ -35,8 +35,10 @@ class Narrator(Protocol):
 
 
 class ThreadedNarrator:
+    CAPACITY = 10_000  # console lines waiting; past it a line is dropped (and the drop logged)
+
     def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[GoCDServer, Job, str] | None] = queue.Queue(maxsize=10_000)
+        self._queue: queue.Queue[tuple[GoCDServer, Job, str] | None] = queue.Queue(maxsize=self.CAPACITY)
         self._thread = threading.Thread(target=self._run, name="console-lines", daemon=True)
         self._thread.start()
 
@@ -50,6 +52,10 @@ class ThreadedNarrator:
 
     def console_now(self, gocd: GoCDServer, job: Job, text: str) -> None:
         send_console_line(gocd, job, text)
+
+    def backlog(self) -> int:
+        """Console lines said and not sent yet (bounded by the queue's size)."""
+        return self._queue.qsize()
 
     def stop(self, deadline: float) -> None:
         # Real time on purpose: how long the process may take to exit, not a decision's time.

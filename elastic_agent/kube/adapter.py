@@ -6,6 +6,9 @@ a watch that ends is resumed from the last version seen, a 410 Gone or an error 
 their response at once (read-your-writes); a watch event never replaces a newer version of a pod, and a
 pod we deleted does not come back from an older event.
 
+Every call's outcome goes to the port's `OutageTracker` (outage.py): a call without an answer raises
+`Unreachable`, which the tracker logs once per outage; the watch's own retries are DEBUG lines then.
+
 Objects are handled as plain dicts (`_preload_content=False` and `json.loads`): the generated model
 classes cost far more CPU than the plugin needs and are not used anywhere.
 """
@@ -28,6 +31,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.connect import connect
+from elastic_agent.kube.outage import OutageTracker, failure_reason
 from elastic_agent.kube.port import (
     ClusterError,
     Conflict,
@@ -35,8 +39,10 @@ from elastic_agent.kube.port import (
     NotFound,
     PodListener,
     PodView,
+    Unreachable,
     metadata_patch,
 )
+from profiles.values import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,11 @@ def _rv(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None  # opaque resourceVersion: cannot be ordered, so every event is taken
+
+
+class _StreamBroken(ClusterError):
+    """The open watch ended without its closing line. Alone it is no outage (connections get cut): the
+    list that follows tells."""
 
 
 def _epoch(timestamp: str | None) -> float:
@@ -97,11 +108,13 @@ class KubeCluster:
         self.namespace = namespace
         self.selector = dict(selector)
         self.clock = clock
-        self.url = url or api_client.configuration.host
+        # Named in messages (logs, consoles, health, pages): never with user info or a query.
+        self.url = safe_url(url or api_client.configuration.host)
         self.request_timeout = request_timeout
         self.watch_timeout = watch_timeout
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self.api_calls: dict[str, int] = {}  # calls per verb: list, watch, create, patch, delete, ...
+        self.outage = OutageTracker(self.url, clock)
         self._core = client.CoreV1Api(api_client)
         self._label_selector = ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
         # Guards the cache, the tombstones, the listeners, api_calls, the open stream and the sync problem.
@@ -158,6 +171,9 @@ class KubeCluster:
         return self._synced.wait(timeout)
 
     def sync_problem(self) -> ClusterError | None:
+        outage = self.outage.problem()  # one sentence for the whole outage: one health message in GoCD
+        if outage is not None:
+            return outage
         with self._lock:
             problem = self._problem
         if problem is None:
@@ -266,19 +282,26 @@ class KubeCluster:
     def _call(self, verb: str, call: Callable[[], Any]) -> Any:
         self._count(verb)
         try:
-            return call()
+            answer = call()
         except ApiException as err:
-            raise self._api_error(verb, err) from err
+            error = self._api_error(verb, err)
+            if isinstance(error, Unreachable):
+                self.outage.failed("TLS failure")
+            else:
+                self.outage.reached()  # an error status is an answer
+            raise error from err
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            # The message names the server and the failure class only: never headers, never the token.
-            raise ClusterError(
-                f"cannot reach the Kubernetes API at {self.url} ({verb}): {type(err).__name__}", None
-            ) from err
+            # The message names the server and the failure only: never headers, never the token.
+            reason = failure_reason(err)
+            self.outage.failed(reason)
+            raise Unreachable(f"cannot reach the Kubernetes API at {self.url} ({verb}): {reason}") from err
+        self.outage.reached()
+        return answer
 
     def _api_error(self, verb: str, err: ApiException) -> ClusterError:
         status = int(err.status or 0)
         if status == 0:  # the client reports TLS failures as status 0
-            return ClusterError(f"cannot reach the Kubernetes API at {self.url} ({verb}): TLS failure", None)
+            return Unreachable(f"cannot reach the Kubernetes API at {self.url} ({verb}): TLS failure", None)
         detail = str(err.reason or "")
         try:
             body = json.loads(err.body) if err.body else {}
@@ -369,8 +392,15 @@ class KubeCluster:
             delay = min(self.backoff_max, delay * 2)
 
     def _fail(self, err: ClusterError) -> None:
-        if not self._stopped.is_set():
-            self._set_problem(err)
+        if self._stopped.is_set():
+            return
+        if isinstance(err, _StreamBroken):
+            log.info("%s; listing the pods again", err)
+            return
+        self._set_problem(err)
+        if isinstance(err, Unreachable):
+            log.debug("pod list/watch failed, retrying: %s", err)  # the outage is the tracker's to report
+        else:
             log.warning("pod list/watch failed, retrying: %s", err)
 
     def _sleep(self, seconds: float) -> None:
@@ -438,7 +468,7 @@ class KubeCluster:
         except (urllib3.exceptions.HTTPError, OSError) as err:
             if self._stopped.is_set():
                 return version, False
-            raise ClusterError(f"the watch at {self.url} broke off: {type(err).__name__}", None) from err
+            raise _StreamBroken(f"the pod watch at {self.url} broke off ({failure_reason(err)})") from err
         finally:
             with self._lock:
                 self._stream = None

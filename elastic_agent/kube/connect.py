@@ -10,6 +10,7 @@ import atexit
 import base64
 import binascii
 import contextlib
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -26,6 +27,44 @@ NO_CLUSTER = (
     "the cluster profile has no kubernetes_cluster_url, and the backend runs neither inside Kubernetes "
     "nor with a kubeconfig: set kubernetes_cluster_url (and security_token) in the cluster profile"
 )
+
+
+class KubeRetry(urllib3.Retry):
+    """The Kubernetes client's retry policy, a class of its own so that `QuietKubeRetries` can tell its
+    reconnects from those of other urllib3 pools (urllib3 keeps the class on every `Retry.new`)."""
+
+
+class QuietKubeRetries(logging.Filter):
+    """Turns urllib3's "Retrying (...) after connection broken by ..." into a DEBUG line when the retry
+    is the Kubernetes client's; leaves every other record (and the GoCD callback client's) as it is.
+
+    Why a filter, and not `retries=0` with our loops doing all retrying: the one quick reconnect is worth
+    keeping; it hides a keep-alive connection the server closed while idle, which is no outage and must
+    not be logged as one. When the server is really gone, urllib3's line would come once per call
+    (575 of them in a one-minute restart, issue 14) beside the outage tracker's few (outage.py), so the
+    line is demoted rather than dropped: DEBUG logging still shows each reconnect. A record's level is
+    decided before handlers see it, and a logger's filters run before its handlers and before the record
+    propagates, so demoting it here is enough."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (
+            record.levelno == logging.WARNING
+            and isinstance(args, tuple)
+            and args
+            and isinstance(args[0], KubeRetry)
+        ):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
+_QUIET = QuietKubeRetries()
+
+
+def quiet_kube_retries() -> None:
+    """Install the filter on urllib3's pool logger (once: adding the same filter again does nothing)."""
+    logging.getLogger("urllib3.connectionpool").addFilter(_QUIET)
 
 
 def can_connect_without_url() -> bool:
@@ -148,5 +187,6 @@ def connect(
             raise ConnectError(NO_CLUSTER) from err
     # One quick reconnect for a dropped keep-alive connection, but no second attempt after a read
     # timeout (that would double `cluster_request_timeout`); our own loops retry with backoff.
-    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, redirect=0, status=0)
+    configuration.retries = KubeRetry(total=1, connect=1, read=0, redirect=0, status=0)
+    quiet_kube_retries()
     return client.ApiClient(configuration)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from elastic_agent.kube.outage import OutageTracker
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,13 @@ class ClusterError(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+        # Set by a caller that has already said it once (a repeat of a refusal streak): log at DEBUG.
+        self.repeated = False
+
+
+class Unreachable(ClusterError):
+    """No answer at all (connection refused or reset, timeout, TLS failure): part of an outage, which
+    the port's `OutageTracker` reports once. Callers log it at DEBUG and retry later."""
 
 
 class Conflict(ClusterError):
@@ -70,6 +80,7 @@ PodListener = Callable[[str, PodView], None]  # (event type ADDED|MODIFIED|DELET
 
 class ClusterPort(Protocol):
     namespace: str
+    outage: OutageTracker  # every call's outcome is reported to it (kube/outage.py)
 
     def start(self) -> None:
         """Begin the initial list and the watch (non-blocking)."""

@@ -6,6 +6,11 @@ the one place where it calls Kubernetes and GoCD.
 created and deleted. Retiring is ordered as GoCD needs it: the pod was marked retiring by the plan (from
 then on should-assign-work says no), then the agent is disabled, the pod deleted once GoCD says the
 agent is not building, and the agent deleted last.
+
+A call the cluster does not answer (`Unreachable`) is part of an outage that the port's OutageTracker
+logs once; here it is a DEBUG line and no call problem of its own (GoCD shows the outage's message). A
+retirement is not retried in a loop: the next ping (or the job's completion) tries it again, and pings
+skip retirements while the cluster's sync problem stands, so an outage costs one try per retirement.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDError, GoCDServer
-from elastic_agent.kube.port import ClusterError
+from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.intents import (
     Assign,
     BankKey,
@@ -120,7 +125,7 @@ class Applier:
         except ClusterError as error:
             if intent.for_request:
                 raise
-            log.warning("could not create a pod outside create-agent: %s", error)
+            log.log(_level(error), "could not create a pod outside create-agent: %s", error)
             return None
         finally:
             state.drop_reservation(intent.token)
@@ -147,7 +152,8 @@ class Applier:
                 try:
                     port.delete_pod(name)
                 except ClusterError as error:
-                    state.note_problem("delete", error)
+                    if not isinstance(error, Unreachable):
+                        state.note_problem("delete", error)
                     raise
                 state.note_problem("delete", None)
                 state.note_deleted(name)
@@ -156,7 +162,12 @@ class Applier:
             # GoCD deletes only agents that are not building; the agent of a failed pod goes at a later ping.
             gocd.delete_agents([name for name in deleted if name not in building])
         except (GoCDError, ClusterError) as error:
-            log.warning("retiring %s must wait for the next ping: %s", ", ".join(names), error)
+            log.log(_level(error), "retiring %s must wait for the next ping: %s", ", ".join(names), error)
         finally:
             state.done_retiring(names)
         return deleted
+
+
+def _level(error: Exception) -> int:
+    """DEBUG for a failure of an outage (the OutageTracker has said it once), WARNING for the others."""
+    return logging.DEBUG if isinstance(error, Unreachable) else logging.WARNING

@@ -68,6 +68,10 @@ class JobSpecs:
                 self._cache.popitem(last=False)
         return spec
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cache)
+
     def _build(
         self, elastic: ElasticProfile, cluster: ClusterProfile, environment: str | None, pipeline: str
     ) -> JobSpec:

@@ -37,6 +37,10 @@ class RegistrationKeys:
             self._drop_old()
             return len(self._keys)
 
+    @property
+    def capacity(self) -> int:
+        return self._keys.maxlen or 0
+
     def _drop_old(self) -> None:
         limit = self._clock.now() - self.max_age_s
         while self._keys and self._keys[0][0] < limit:

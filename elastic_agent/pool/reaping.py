@@ -5,7 +5,8 @@ GoCD's Building/Idle is the truth: it repairs states that a lost job-completion 
 wrong, except where this backend changed the pod after the list was asked for (the list is older than
 that change). Pods go when idle past their idle timeout (keeping MinIdlePods), when their profile
 changed, when their agent never registered, when they failed or were evicted, or when their agent is
-gone. A busy pod is never chosen: the choice is made under the pool's lock, against should-assign-work.
+gone or disabled (GoCD gives it no work). A busy pod is never chosen: the choice is made under the pool's
+lock, against should-assign-work.
 
 Two passes, each a plan committed before the next reads the state: first what GoCD's list says
 (registrations and repairs), then what retires, on the repaired states.
@@ -24,6 +25,7 @@ from profiles.quantities import format_duration
 
 # After a `true` from should-assign-work GoCD may still list the agent as Idle for a moment.
 ASSIGNMENT_GRACE_S = 30.0
+DISABLED = "Disabled"  # an agent's config_state
 
 
 def what_gocd_says(state: PoolState, agents: Mapping[str, Agent], now: float, listed_at: int) -> Plan:
@@ -92,6 +94,11 @@ def _reason_to_retire(state: PoolState, record: PodRecord, agent: Agent | None, 
         return None
     if agent.building:
         return None
+    if agent.config_state == DISABLED:
+        # GoCD gives a disabled agent no work: its pod is no capacity, and counted as idle it would keep
+        # the profile's next jobs from getting a pod (an operator disabled it, or a backend was killed
+        # after disable-agents before the pod's retiring mark was written).
+        return "its agent is disabled in GoCD"
     if not record.reuse:
         if record.state == PodState.IDLE and record.jobs_run:
             return "its job finished (no job-completion was received) and the profile runs one job per pod"

@@ -15,6 +15,7 @@ import requests
 
 from elastic_agent.caching import digest
 from elastic_agent.clock import Clock
+from elastic_agent.request_log import hide_query_values
 from profiles.values import safe_url
 
 DOWNLOAD_LOCKS = 64
@@ -41,6 +42,7 @@ class RemoteFileFetcher:
         self._max_bytes = max_bytes
         self._ttl_s = ttl_s
         self._session = session or requests.Session()
+        hide_query_values()  # urllib3's DEBUG request lines would show a URL's access token
         # Keyed by a digest of the URL: its query string may carry an access token (caching.py).
         self._cache: dict[bytes, tuple[float, str]] = {}  # guarded by _lock
         self._lock = threading.Lock()

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from flask import Flask, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.http import HTTP_STATUS_CODES
-from werkzeug.wsgi import get_input_stream
+from werkzeug.wsgi import get_content_length, get_input_stream
 
 from elastic_agent.backend import Backend
 from elastic_agent.gocd.body import BadRequest
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.gocd.shared_token import SharedToken, shared
-from elastic_agent.kube.port import ClusterError
+from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.remote_file import RemoteFileError
 from elastic_agent.service.metrics import Metrics
 from executors.base import Incident, RequestContext, new_incident
@@ -61,6 +62,7 @@ def create_app(
     graceful stop has begun (wsgi.RunningService.stop); /readyz says so."""
     metrics = metrics or Metrics()
     metrics.watch_pods(lambda: pod_counts(backend))
+    metrics.watch_structures(backend.sizes, backend.size_limits)
     app = Flask("elastic_agent")
     plugin = PluginRequests(backend, shared(token), metrics)
     stopping = stopping or threading.Event()
@@ -190,9 +192,14 @@ class BodyTooLarge(Exception):
     pass
 
 
+class BodyCutShort(Exception):
+    pass
+
+
 def _declared_length(environ: WSGIEnvironment) -> int:
-    text = environ.get("CONTENT_LENGTH") or "0"
-    return int(text) if text.isdigit() else 0
+    """werkzeug's reading of the header (" 3" is 3, "²" nothing): the stream `_read` reads is cut at
+    that length, so the limit must be checked against the same number."""
+    return get_content_length(environ) or 0
 
 
 def _read(environ: WSGIEnvironment, length: int, limit: int) -> str:
@@ -200,23 +207,31 @@ def _read(environ: WSGIEnvironment, length: int, limit: int) -> str:
     without one is read in steps (not with read(limit), which would allocate `limit` bytes every time)
     and refused once it runs past `limit`."""
     stream = get_input_stream(environ, max_content_length=None)
-    if length:
-        return stream.read().decode(errors="replace")
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := stream.read(64 * 1024):
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
+    try:
+        if length:
+            return stream.read().decode(errors="replace")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := stream.read(64 * 1024):
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge
+            chunks.append(chunk)
+    except ClientDisconnected:  # fewer bytes than the declared length: the client went away
+        raise BodyCutShort from None
     return b"".join(chunks).decode(errors="replace")
 
 
 def _too_large(plugin: PluginRequests, name: str, limit: int) -> PluginAnswer:
+    text = too_large(name, limit)
+    return plugin.counted(name if executor_for(name) else "unknown", PluginResponse(413, text))
+
+
+def too_large(name: str, limit: int) -> str:
+    """The one log line and the sentence of a refused body (here, and in waitress: wsgi.py)."""
     short = name.removeprefix(PREFIX)
     log.warning("refused %s: its body is larger than %d bytes", short, limit)
-    text = f"{short}: the request body is larger than {limit} bytes, more than any GoCD request needs."
-    return plugin.counted(name if executor_for(name) else "unknown", PluginResponse(413, text))
+    return f"{short}: the request body is larger than {limit} bytes, more than any GoCD request needs."
 
 
 def status_line(status: int) -> str:
@@ -235,6 +250,8 @@ def answer_safely(name: str, run: Callable[[], PluginResponse]) -> PluginRespons
         return _refused(400, str(error))
     except BodyTooLarge:
         return _refused(413, f"{short}: the request body is too large for a GoCD request.")
+    except BodyCutShort:
+        return _refused(400, f"{short}: the request body ended before its declared Content-Length.")
     except ProfileError as error:
         # Logged by field only: a message may quote what was typed there, a secret included.
         log.warning("refused %s (422): the profile's %s is not valid", short, error.key or "settings")
@@ -242,7 +259,10 @@ def answer_safely(name: str, run: Callable[[], PluginResponse]) -> PluginRespons
     except RemoteFileError as error:
         return _refused(422, f"{short}: the remote pod template could not be used: {error}")
     except ClusterError as error:
-        log.warning("%s: Kubernetes: %s", short, error)
+        # An outage's failures are DEBUG: the port's OutageTracker has logged the outage once; so are the
+        # repeats of a refusal the create-agent executor has logged at its first occurrence.
+        level = logging.DEBUG if isinstance(error, Unreachable) or error.repeated else logging.WARNING
+        log.log(level, "%s: Kubernetes: %s", short, error)
         return PluginResponse(503, f"{short}: the Kubernetes cluster could not do it: {error}")
     except GoCDError as error:
         log.warning("%s: %s", short, error)

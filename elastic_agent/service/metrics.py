@@ -28,6 +28,33 @@ class PodStateCollector(Collector):
         yield family
 
 
+class RetainedEntriesCollector(Collector):
+    """Entries each long-lived structure of the backend holds (Backend.sizes), read at scrape time: an
+    operator sees a structure that keeps growing before the memory does."""
+
+    def __init__(self, sizes: Callable[[], dict[str, int]], limits: Callable[[], dict[str, int]]) -> None:
+        self._sizes = sizes
+        self._limits = limits
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "gocd_elastic_agent_retained_entries",
+            "Entries kept in memory by the backend, by structure (pool records, fingerprint book, caches)",
+            labels=["structure"],
+        )
+        for structure, count in sorted(self._sizes().items()):
+            family.add_metric([structure], count)
+        yield family
+        limits = GaugeMetricFamily(
+            "gocd_elastic_agent_retained_entries_limit",
+            "The capacity of the structures that have a fixed one (caches and queues)",
+            labels=["structure"],
+        )
+        for structure, count in sorted(self._limits().items()):
+            limits.add_metric([structure], count)
+        yield limits
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -52,3 +79,8 @@ class Metrics:
 
     def watch_pods(self, counts: Callable[[], dict[str, int]]) -> None:
         self.registry.register(PodStateCollector(counts))
+
+    def watch_structures(
+        self, sizes: Callable[[], dict[str, int]], limits: Callable[[], dict[str, int]]
+    ) -> None:
+        self.registry.register(RetainedEntriesCollector(sizes, limits))

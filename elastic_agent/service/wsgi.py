@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
 from waitress.server import create_server
+from waitress.utilities import RequestEntityTooLarge
 
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock, SystemClock
@@ -30,7 +33,7 @@ from elastic_agent.kube.connect import connect
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.remote_file import RemoteFileFetcher
-from elastic_agent.service.app import MAX_BODY_BYTES, create_app
+from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, create_app, too_large
 from elastic_agent.service.metrics import Metrics
 from profiles.cluster import ClusterProfile
 
@@ -97,6 +100,35 @@ def waitress_options() -> dict[str, Any]:
     return {"send_bytes": SEND_BYTES} if hasattr(Adjustments, "send_bytes") else {}
 
 
+class _BodyTooLarge(RequestEntityTooLarge):
+    """waitress's 413, with the sentence the application gives (app.too_large) instead of its own."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(too_large(path.removeprefix(PLUGIN_PATH), MAX_BODY_BYTES))
+
+    # types-waitress says the body is str; waitress's own to_response returns bytes, and writes them.
+    def to_response(self, _ident: str | None = None) -> tuple[str, list[tuple[str, str]], bytes]:  # type: ignore[override]
+        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        return f"{self.code} {self.reason}", headers, self.body.encode()
+
+
+class _LimitedParser(HTTPRequestParser):
+    """Refuses a body over the limit as soon as waitress does: from a declared Content-Length, in the
+    headers, before the body is sent; a chunked one once it has grown past the limit. (waitress buffers
+    a whole body before the application sees it, so a limit checked only there would be checked after
+    the bytes were read, to a temporary file.)"""
+
+    def received(self, data: bytes) -> int:
+        consumed: int = super().received(data)
+        if type(self.error) is RequestEntityTooLarge:
+            self.error = _BodyTooLarge(getattr(self, "path", None) or "")  # set with the headers
+        return consumed
+
+
+class _LimitedChannel(HTTPChannel):
+    parser_class = _LimitedParser
+
+
 class WsgiServer:
     """A waitress server with this service's settings, bound at once, run by `start()` in a thread.
 
@@ -115,11 +147,12 @@ class WsgiServer:
                 port=port,
                 threads=threads,
                 ident="gocd-elastic-agent",
-                # Above the app's own limit, which answers with a sentence: waitress refuses only what
-                # is absurd, before buffering it.
-                max_request_body_size=8 * MAX_BODY_BYTES,
+                # waitress refuses from this size on (>=); a body of exactly the limit is read. The app
+                # checks the same limit for other WSGI servers. Chunked bodies count their framing.
+                max_request_body_size=MAX_BODY_BYTES + 1,
                 **waitress_options(),
             )
+        server.channel_class = _LimitedChannel
         self.server = server
         self.port: int = server.socket.getsockname()[1]
         self._thread = threading.Thread(target=self.server.run, name="waitress", daemon=True)

@@ -3,13 +3,16 @@
 `ServerApi.submit(api, version, body)` is GoCD's `GoApplicationAccessor.submit` answered by the simulated
 server: an in-process simulation hands it to the plugin directly. `CallbackApp` puts it behind the bridge
 contract (`POST /gocd/server/<api-name>`, bearer token, `X-GoCD-API-Version`), and `CallbackServer` serves
-that app on loopback from a background thread.
+that app on loopback from a background thread. Both take `CallbackFaults` (gocd_callback_faults.py): the
+fault matrix makes the endpoint fail, or acts at an exact call of the plugin.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
@@ -17,6 +20,7 @@ from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from elastic_agent.simulation.gocd_callback_faults import CallbackFaults, DropConnection
 from elastic_agent.simulation.gocd_model import HealthMessage, SimulatedGoCD
 
 ServerAnswer = tuple[int, str]
@@ -137,12 +141,22 @@ def _agent_ids(body: Any) -> Iterable[str]:
 class CallbackApp:
     """WSGI app for `POST /gocd/server/<api-name>`, token-checked, as the bridge contract has it."""
 
-    def __init__(self, api: ServerApi, token: str) -> None:
+    def __init__(self, api: ServerApi, token: str, faults: CallbackFaults | None = None) -> None:
         self._api = api
         self._expected_authorization = f"Bearer {token}".encode()
+        self.faults = faults or CallbackFaults()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        status, text = self._answer(environ)
+        try:
+            status, text = self._answer(environ)
+        except DropConnection:
+            # Close it for real: the server keeps HTTP/1.1 connections and would wait for the next request
+            # on it while the plugin waits for an answer, until the plugin's timeout.
+            connection = environ.get("werkzeug.socket")
+            if connection is not None:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+            raise
         headers = [("Content-Type", "application/json" if status == 200 else "text/plain; charset=utf-8")]
         start_response(f"{status} {HTTPStatus(status).phrase}", headers)
         return [text.encode("utf-8")]
@@ -159,7 +173,15 @@ class CallbackApp:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length).decode("utf-8") if length else ""
         version = environ.get("HTTP_X_GOCD_API_VERSION", "")
-        return self._api.submit(path[len(_SERVER_PATH_PREFIX) :], version, body)
+        api = path[len(_SERVER_PATH_PREFIX) :]
+        refused = self.faults.refusal(api)
+        if refused is not None:
+            return refused
+        self.faults.run_hooks(api, body, after=False)
+        answer = self._api.submit(api, version, body)
+        self.faults.run_hooks(api, body, after=True)
+        self.faults.record(api, str(answer[0]))
+        return answer
 
 
 class _QuietRequestHandler(WSGIRequestHandler):
@@ -173,6 +195,7 @@ class CallbackServer:
 
     def __init__(self, model: SimulatedGoCD, token: str, host: str = "127.0.0.1", port: int = 0) -> None:
         self._app = CallbackApp(ServerApi(model), token)
+        self.faults = self._app.faults
         self._host, self._port = host, port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None

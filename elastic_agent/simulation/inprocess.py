@@ -7,7 +7,8 @@ Every difference from production is a part passed in through a seam, never a pat
 - `DeferredWriter`: the pools' `StateWriter`. Production persists state changes from a thread "soon"
   after a decision; here the driver drains the queue after every event (the decisions and the in-memory
   overlay are the same, only *when* the patch is sent changes: from "a few milliseconds later" to "at
-  the end of this instant").
+  the end of this instant"). A pod whose write failed waits for its backoff as in production: it stays
+  queued and is tried at the first drain after its due time.
 - `SyncNarrator`: console lines are sent at once on the caller's thread (or only counted).
 - `InProcessTransport`: the simulated server's `PluginTransport`, calling the executors of the dispatch
   table directly (with the same error-to-answer mapping as the HTTP app).
@@ -77,7 +78,8 @@ class SyncNarrator:
 
 
 class DeferredWriter:
-    """A StateWriter without a thread: `enqueue` remembers the pod, `drain` writes, in order."""
+    """A StateWriter without a thread: `enqueue` remembers the pod, `drain` writes, in order, what is
+    due (AnnotationWriter.due); stopping tries everything once."""
 
     def __init__(self, port: ClusterPort, clock: Clock, pending: PendingWrites) -> None:
         self._writer = AnnotationWriter(port, clock, pending)  # its `write`, never its thread
@@ -90,19 +92,27 @@ class DeferredWriter:
         self._queue[name] = None
 
     def flush(self, name: str) -> None:
-        self._writer.write(name)
+        self._writer.flush(name)
 
     def stop(self, deadline: float) -> int:
-        self.drain()
-        return 0
+        queue, self._queue = self._queue, {}
+        return sum(0 if self._writer.write(name) else 1 for name in queue)
 
     def drain(self) -> int:
         written = 0
+        later: dict[str, None] = {}  # failed now, or waiting for the backoff: the next drain's
         while self._queue:
             queue, self._queue = self._queue, {}
             for name in queue:
-                self._writer.write(name)
+                if name in later:
+                    continue
+                if not self._writer.due(name):
+                    later[name] = None
+                    continue
                 written += 1
+                if not self._writer.write(name):
+                    later[name] = None
+        self._queue = later
         return written
 
 

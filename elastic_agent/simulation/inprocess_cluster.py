@@ -16,6 +16,11 @@ were.
 Pod names: `build_pod` draws a random suffix per pod. For results that are identical for a seed, the
 port renames each new pod to `<prefix>-<counter>` (and its GO_EA agent id with it) before creating it;
 names are opaque to the pool, so decisions do not change, only become reproducible.
+
+Outages: setting `unreachable` makes every call raise `Unreachable` and freezes the cache, as a watch
+that cannot reach its server would; clearing it lists the store again. Calls report to the port's
+`OutageTracker` as the real adapter's do, so an outage in virtual time is logged and shown in GoCD as in
+production.
 """
 
 from __future__ import annotations
@@ -26,7 +31,16 @@ from typing import Any
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.adapter import pod_view
-from elastic_agent.kube.port import ClusterError, Conflict, NotFound, PodListener, PodView, metadata_patch
+from elastic_agent.kube.outage import OutageTracker
+from elastic_agent.kube.port import (
+    ClusterError,
+    Conflict,
+    NotFound,
+    PodListener,
+    PodView,
+    Unreachable,
+    metadata_patch,
+)
 from elastic_agent.simulation.fake_kube_objects import merge_patch
 from elastic_agent.simulation.fake_kube_store import (
     Change,
@@ -169,9 +183,12 @@ class InProcessCluster:
         rename: bool = True,
         name_prefix: str = "agent",
         counter: Callable[[], int] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.namespace = namespace
         self.api_calls: dict[str, int] = {}
+        self.outage = OutageTracker(f"in-process://{namespace}", clock or store.clock)
+        self._unreachable = False
         self._store = store
         self._selector = dict(selector)
         self._selector_items = tuple(self._selector.items())
@@ -201,7 +218,27 @@ class InProcessCluster:
         return self._synced
 
     def sync_problem(self) -> ClusterError | None:
-        return None  # the store is in process: the cache is always current
+        return self.outage.problem()  # otherwise the store is in process: the cache is always current
+
+    @property
+    def unreachable(self) -> bool:
+        return self._unreachable
+
+    @unreachable.setter
+    def unreachable(self, unreachable: bool) -> None:
+        if unreachable == self._unreachable:
+            return
+        self._unreachable = unreachable
+        if unreachable:
+            self.outage.failed("connection refused")  # the watch notices at once
+            return
+        self._count("list")  # the watch lists again: what changed meanwhile is heard now
+        items, _ = self._store.list_pods(self.namespace)
+        listed = {item["metadata"]["name"] for item in items}
+        for item in items:
+            self._on_change("MODIFIED", item)
+        for name in [name for name in self._cache if name not in listed]:
+            self._tell("DELETED", self._cache.pop(name))
 
     def add_listener(self, listener: PodListener) -> None:
         self._listeners.append(listener)
@@ -283,9 +320,16 @@ class InProcessCluster:
     # -- the cache -----------------------------------------------------------------------------------
 
     def _count(self, verb: str) -> None:
+        """Every call comes here first: counted, and refused while the cluster is unreachable."""
         self.api_calls[verb] = self.api_calls.get(verb, 0) + 1
+        if self._unreachable:
+            self.outage.failed("connection refused")
+            raise Unreachable(f"cannot reach the fake cluster ({verb}): connection refused")
+        self.outage.reached()
 
     def _on_change(self, kind: str, obj: Obj) -> None:
+        if self._unreachable:
+            return  # no watch: the change is heard at the list after the outage
         meta = obj["metadata"]
         if meta.get("namespace") != self.namespace:
             return
@@ -339,6 +383,8 @@ def store_cluster_factory(
     counter = counter or itertools.count(1).__next__
 
     def factory(profile: Any, identity: Any, clock: Clock) -> InProcessCluster:
-        return InProcessCluster(store, profile.namespace, identity.selector(), counter=counter, **options)
+        return InProcessCluster(
+            store, profile.namespace, identity.selector(), counter=counter, clock=clock, **options
+        )
 
     return factory

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from elastic_agent.backend import Backend
+from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock
-from elastic_agent.service.wsgi import RunningService, build_backend, serve_in_background
+from elastic_agent.service.wsgi import RunningService, build_backend, kubernetes_cluster, serve_in_background
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
@@ -81,6 +81,8 @@ class StackOptions:
     gocd: GoCDConfig = field(default_factory=GoCDConfig)
     namespace: str = "default"
     start_gocd: bool = True
+    # How the backend builds its Kubernetes client: the product's own unless a test observes the calls.
+    cluster_factory: ClusterFactory = kubernetes_cluster
 
 
 class Stack:
@@ -116,7 +118,7 @@ class Stack:
         return self.service.backend
 
     def start_backend(self) -> None:
-        backend = build_backend(TOKEN, self.callback_url, clock=self.clock)
+        backend = build_backend(TOKEN, self.callback_url, self.clock, self.options.cluster_factory)
         self.service = serve_in_background(backend, TOKEN)
         self.transport.switch(HttpPluginTransport(self.service.url, TOKEN, self.callback_url))
 
