@@ -27,6 +27,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from elastic_agent.simulation.fake_kube_objects import pod_event
 from elastic_agent.simulation.fake_kube_store import Obj
 
 log = logging.getLogger(__name__)
@@ -127,19 +128,8 @@ class ApiServerNode:
 
     def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None:
         now = _rfc3339(time.time())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{pod_name}.", "namespace": ns},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "namespace": ns},
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "count": 1,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "source": {"component": "kubelet", "host": self.nodes[0]},
-        }
+        event = pod_event(ns, pod_name, reason, message, type_, now, {"generateName": f"{pod_name}."})
+        event["source"]["host"] = self.nodes[0]
         try:
             self._core.create_namespaced_event(ns, event, _preload_content=False)
         except ApiException as error:  # an event is a courtesy: its pod may be gone already

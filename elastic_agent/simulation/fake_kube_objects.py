@@ -280,6 +280,26 @@ def validate_metadata(
 # API object shapes
 
 
+def pod_event(
+    ns: str, pod_name: str, reason: str, message: str, type_: str, now: str, metadata: Mapping[str, Any]
+) -> Obj:
+    """A kubelet's Event about a pod, shaped as the API server stores one; `metadata` names it the way
+    its store does (a generated name, a resourceVersion)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {**metadata, "namespace": ns},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "namespace": ns},
+        "reason": reason,
+        "message": message,
+        "type": type_,
+        "count": 1,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "source": {"component": "kubelet"},
+    }
+
+
 def status_body(code: int, reason: str, message: str) -> Obj:
     return {
         "kind": "Status",

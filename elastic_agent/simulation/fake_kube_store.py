@@ -35,6 +35,7 @@ from elastic_agent.simulation.fake_kube_objects import (
     merge_patch,
     parse_field_selector,
     parse_label_selector,
+    pod_event,
     selected,
     validate_metadata,
 )
@@ -466,25 +467,8 @@ class FakeKubeStore:
                     event["lastTimestamp"] = now
                     event["metadata"]["resourceVersion"] = str(self._bump())
                     return
-            events.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Event",
-                    "metadata": {
-                        "name": f"{pod_name}.{uuid.uuid4().hex[:16]}",
-                        "namespace": ns,
-                        "resourceVersion": str(self._bump()),
-                    },
-                    "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": ns},
-                    "reason": reason,
-                    "message": message,
-                    "type": type_,
-                    "count": 1,
-                    "firstTimestamp": now,
-                    "lastTimestamp": now,
-                    "source": {"component": "kubelet"},
-                }
-            )
+            metadata = {"name": f"{pod_name}.{uuid.uuid4().hex[:16]}", "resourceVersion": str(self._bump())}
+            events.append(pod_event(ns, pod_name, reason, message, type_, now, metadata))
 
     def create_event(self, ns: str, body: Mapping[str, Any]) -> Obj:
         """An Event written through the API (what a kubelet or a scheduler records), stored as given."""

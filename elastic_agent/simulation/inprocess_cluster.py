@@ -41,7 +41,7 @@ from elastic_agent.kube.port import (
     Unreachable,
     metadata_patch,
 )
-from elastic_agent.simulation.fake_kube_objects import merge_patch
+from elastic_agent.simulation.fake_kube_objects import merge_patch, pod_event
 from elastic_agent.simulation.fake_kube_store import (
     Change,
     FakeKubeStore,
@@ -145,16 +145,8 @@ class SimulationKubeStore(FakeKubeStore):
                 event["count"] += 1
                 event["lastTimestamp"] = now
                 return
-            events[(reason, message)] = {
-                "metadata": {"name": f"{pod_name}.{len(events)}", "namespace": ns},
-                "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": ns},
-                "reason": reason,
-                "message": message,
-                "type": type_,
-                "count": 1,
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-            }
+            metadata = {"name": f"{pod_name}.{len(events)}"}
+            events[(reason, message)] = pod_event(ns, pod_name, reason, message, type_, now, metadata)
 
     def list_events(self, ns: str, field_selector: str | None = None) -> tuple[list[Obj], int]:
         with self._lock:
