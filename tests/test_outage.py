@@ -199,6 +199,40 @@ def test_a_refused_write_is_tried_again_only_after_its_backoff_on_the_writers_cl
     writer.stop(time.monotonic() + 5)
 
 
+def test_a_write_that_fails_unexpectedly_leaves_no_backoff_behind_for_its_pod(
+    fake_kube: FakeKubeServer, port: KubeCluster
+) -> None:
+    """The pod is not queued again after a bug-shaped failure (the next ping re-queues it), so what the
+    writer booked for it must go too, or it would stay for a pod no one writes again."""
+    clock = ManualClock()
+    writer, pending = _writer(port, clock)
+    refusing = fake_kube.faults.add("PATCH", r"/pods/pod-0$", status=500, times=None, message="quota")
+    writer.enqueue("pod-0")
+    assert wait_for(lambda: refusing.hits == 1)
+    assert wait_for(lambda: not writer.due("pod-0"))
+    clock.advance(1.0)
+    assert wait_for(partial(_at_least, refusing, 2))  # the second failure: next try 2 s later
+    assert wait_for(lambda: not writer.due("pod-0"))
+    take = pending.take_unwritten
+    raised: list[str] = []
+
+    def a_bug(name: str) -> None:
+        raised.append(name)
+        raise RuntimeError("a bug below the writer")
+
+    pending.take_unwritten = a_bug  # type: ignore[method-assign,assignment]
+    clock.advance(2.0)
+    assert wait_for(lambda: raised == ["pod-0"])
+    pending.take_unwritten = take  # type: ignore[method-assign]
+    assert wait_for(lambda: writer.due("pod-0"))
+    writer.enqueue("pod-0")  # the next ping's re-queue: a first failure again, so 1 s, not 4 s
+    assert wait_for(lambda: refusing.hits == 3)
+    assert wait_for(lambda: not writer.due("pod-0"))
+    clock.advance(1.0)
+    assert wait_for(partial(_at_least, refusing, 4)), "the backoff starts over"
+    writer.stop(time.monotonic() + 5)
+
+
 def test_stopping_writes_every_queued_pod_even_those_waiting_for_their_backoff(
     fake_kube: FakeKubeServer, port: KubeCluster
 ) -> None:

@@ -138,6 +138,7 @@ class AnnotationWriter:
                 retry = not self.write(name)
             except Exception:  # the writer must survive anything; the next ping re-queues dirty pods
                 log.exception("could not persist the state of pod %s", name)
+                self._forget(name)  # not queued again here: a backoff kept for it would outlive the pod
                 retry = False
             if retry and not stopping:
                 self.enqueue(name)  # not before its backoff: `_next_locked` skips it until then
