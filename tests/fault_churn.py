@@ -317,7 +317,10 @@ def _churn(world: World, fault: Fault, churn: Churn, result: CaseResult, history
     assigned = [_final(stack, j).assigned_at or 0.0 for j in before]
     result.backlog_s = round(max([0.0, *(a - sim_end for a in assigned)]) / churn.speed, 2)
     result.evidence = fault.check(world)
-    result.reused_pod = _probe_reuse(stack, profiles["reuse"], cluster_profile)
+    # A pod of the probe's own (MaxMemory sets it apart from the churn's): a churn pod taking the warm-up
+    # as its fifth job would retire at MaxJobsPerPod instead of going idle.
+    probe_profile = stack.elastic_profile(Reuse="true", MaxMemory="256Mi")
+    result.reused_pod = _probe_reuse(stack, probe_profile, cluster_profile)
     wait_until(lambda: not stack.pods() and not stack.gocd.agents(), 90,
                f"every pod and agent of {fault.name} to be removed")  # fmt: skip
     result.pods_created = len(factory.successes("create"))
@@ -330,9 +333,9 @@ def _churn(world: World, fault: Fault, churn: Churn, result: CaseResult, history
 
 
 def _probe_reuse(stack: Stack, profile: Mapping[str, str], cluster_profile: Mapping[str, str]) -> str | None:
-    """Two reuse jobs after recovery: a warm-up, then, once the warm-up's pod is idle (with its whole
-    idle timeout ahead: a pod idle since the churn may retire just as the probe comes), the probe. The
-    pod the probe ran on if it was there before the probe was scheduled, else None."""
+    """Two reuse jobs after recovery on a profile no churn pod has: a warm-up, which makes a pod, then,
+    once that pod is idle (with its whole idle timeout ahead), the probe. The pod the probe ran on if it
+    was there before the probe was scheduled, else None."""
     warm = _schedule(stack, profile, cluster_profile, "reuse-warm", 5.0)
     wait_until(lambda: _final(stack, warm).completed_at, 60, "the warm-up job to complete")
     warm_pod = _final(stack, warm).agent_id
