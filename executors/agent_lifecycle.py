@@ -23,7 +23,11 @@ _TRUE, _FALSE = Response.text("true"), Response.text("false")
 
 
 def create_agent(body: str, ctx: RequestContext) -> Response:
-    request = CreateAgentRequest.parse(body)
+    return create_agent_request(CreateAgentRequest.parse(body), ctx)
+
+
+def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Response:
+    """create-agent on a parsed request (the simulator's fast path calls this directly)."""
     cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
@@ -54,13 +58,16 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
         log.info("creating agent pods works again")
     backend.narrator.decision(f"job {request.job.label}: {outcome.message}")
     ctx.console(request.job, outcome.message)
-    if outcome.created is None and spec.min_idle_pods:
+    if outcome.created is None and spec.wants_warm_pods:
         pool.top_up_warm_pool()
     return Response.text("")
 
 
 def should_assign_work(body: str, ctx: RequestContext) -> Response:
-    request = ShouldAssignWorkRequest.parse(body)
+    return should_assign_work_request(ShouldAssignWorkRequest.parse(body), ctx)
+
+
+def should_assign_work_request(request: ShouldAssignWorkRequest, ctx: RequestContext) -> Response:
     cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
@@ -74,7 +81,10 @@ def should_assign_work(body: str, ctx: RequestContext) -> Response:
 
 
 def job_completion(body: str, ctx: RequestContext) -> Response:
-    request = JobCompletionRequest.parse(body)
+    return job_completion_request(JobCompletionRequest.parse(body), ctx)
+
+
+def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -> Response:
     cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()

@@ -11,6 +11,7 @@ from profiles.fields import ELASTIC_FIELDS
 from profiles.placeholders import TemplateError, parse_pod_template
 from profiles.quantities import Cpu, Memory
 from profiles.reading import Problem, read_properties
+from profiles.schedule import Schedule
 
 
 def _pod_spec_type(values: dict[str, Any]) -> str:
@@ -49,6 +50,8 @@ def check_elastic_properties(
         problems.append(
             ("MinIdlePods", "idle pods are only kept ready for reuse: set Reuse to true, or 0 here")
         )
+    if values["ReuseSchedule"] is not None and not values["Reuse"] and "Reuse" not in bad:
+        problems.append(("ReuseSchedule", "a reuse schedule needs reuse: set Reuse to true, or clear it"))
     return values, problems
 
 
@@ -71,6 +74,7 @@ class ElasticProfile:
     idle_timeout: float | None = None
     min_idle_pods: int = 0
     reuse_scope: str = "profile"
+    reuse_schedule: Schedule | None = None
 
     @classmethod
     def from_properties(cls, props: Any) -> ElasticProfile:
@@ -94,4 +98,5 @@ class ElasticProfile:
             idle_timeout=values["IdleTimeout"],
             min_idle_pods=values["MinIdlePods"],
             reuse_scope=values["ReuseScope"],
+            reuse_schedule=values["ReuseSchedule"],
         )

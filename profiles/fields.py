@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from profiles.quantities import parse_cpu, parse_memory
+from profiles.schedule import parse_schedule
 from profiles.values import (
     boolean,
     ca_certificate,
@@ -237,6 +238,17 @@ ELASTIC_FIELDS: tuple[Field, ...] = (
         "Keep this many idle pods ready ahead of demand (needs Reuse). Default: 0.",
         integer(0, 1000),
         default=0,
+    ),
+    Field(
+        "ReuseSchedule",
+        "Reuse schedule",
+        "Reuse values that follow the week (needs Reuse): a YAML or JSON list of entries with cron "
+        "periods (day of week by name), a timezone and any of MinIdlePods, IdleTimeout, MaxJobsPerPod, "
+        'e.g. [{"periods": ["* 7-18 * * mon-fri"], "timezone": "Europe/Berlin", "MinIdlePods": 4, '
+        '"IdleTimeout": "30m"}]. Outside every period the values above hold; the last matching entry '
+        "wins. Blank: no schedule.",
+        parse_schedule,
+        widget="textarea",
     ),
     Field(
         "ReuseScope",

@@ -7,23 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from profiles.fields import Field
+from profiles.values import describe
 
 Problem = tuple[str, str]
-
-
-def describe(value: Any) -> str:
-    """How a value that is not text is named in messages (never its content: it may be a secret)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
 
 
 def read_properties(

@@ -8,6 +8,7 @@ import binascii
 import ipaddress
 import re
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from profiles.quantities import format_duration, parse_duration
@@ -198,3 +199,18 @@ def environment(text: str) -> tuple[tuple[str, str], ...]:
         seen.add(name)
         pairs.append((name, value))
     return tuple(pairs)
+
+
+def describe(value: Any) -> str:
+    """How a value that is not text is named in messages (never its content: it may be a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"

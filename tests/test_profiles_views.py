@@ -53,6 +53,7 @@ ELASTIC_KEYS = {
     "IdleTimeout",
     "MinIdlePods",
     "ReuseScope",
+    "ReuseSchedule",
 }
 
 

@@ -69,7 +69,7 @@ def test_the_index_answers_as_a_scan_of_all_records_after_random_puts_and_remova
                 if r.reuse
                 and r.fingerprint == fingerprint
                 and r.state in (PodState.BOOTING, PodState.IDLE)
-                and r.can_take_more_jobs()
+                and r.could_take_more_jobs()
             )
 
 

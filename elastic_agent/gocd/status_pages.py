@@ -203,6 +203,53 @@ def _settings(pool: ClusterPool) -> list[Setting]:
     ]
 
 
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One fingerprint with a ReuseSchedule: the period in force, when that changes, and the warm pool
+    it asks for against what exists and the registration keys banked to make more."""
+
+    profile: str  # the fingerprint's label form and environment: profiles have no name in requests
+    in_force: str
+    values: str
+    changes: str
+    wanted: int
+    ready: int
+    waiting: int
+    keys: int
+
+
+def _knob_text(min_idle: int, idle_timeout: float, max_jobs: int | None) -> str:
+    limit = str(max_jobs) if max_jobs else "no limit"
+    return f"MinIdlePods {min_idle}, IdleTimeout {_duration(idle_timeout)}, MaxJobsPerPod {limit}"
+
+
+def schedule_rows(pool: ClusterPool, clock: Clock) -> list[ScheduleRow]:
+    now = clock.now()
+    keys = len(pool.state.keys)
+    rows = []
+    for fingerprint, spec in pool.schedules():
+        schedule = spec.schedule
+        if schedule is None:
+            continue
+        entry = schedule.in_force(now)
+        knobs = spec.knobs(now)
+        change = schedule.transition(now)
+        if change is None:
+            changes = "not within two days"
+        else:
+            at, after = change
+            to = after.describe() if after is not None else "the plain values"
+            changes = f"{_timestamp(at)} (in {_age(at - now)}), to {to}"
+        waiting, ready = pool.demand_of(fingerprint)
+        rows.append(ScheduleRow(
+            profile=f"{label_form(fingerprint)} ({spec.environment or 'no environment'})",
+            in_force=entry.describe() if entry is not None else "no period: the plain values",
+            values=_knob_text(knobs.min_idle_pods, knobs.idle_timeout, knobs.max_jobs_per_pod),
+            changes=changes, wanted=knobs.min_idle_pods, ready=ready, waiting=waiting, keys=keys,
+        ))  # fmt: skip
+    return rows
+
+
 @dataclass
 class ClusterSummary:
     url: str
@@ -213,6 +260,7 @@ class ClusterSummary:
     counts: dict[str, int]
     settings: list[Setting] = field(default_factory=list)
     waiting: int = 0  # jobs known to wait for a pod of a reuse-enabled profile
+    schedules: list[ScheduleRow] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -233,6 +281,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
         counts=counts,
         settings=_settings(pool),
         waiting=sum(pool.waiting_jobs().values()),
+        schedules=schedule_rows(pool, clock),
     )
 
 

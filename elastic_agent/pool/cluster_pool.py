@@ -183,10 +183,10 @@ class ClusterPool:
     def top_up_warm_pool(self) -> list[str]:
         return self._background(warm.warm_pool)
 
-    def _background(self, decide: Callable[[PoolState], Plan]) -> list[str]:
+    def _background(self, decide: Callable[[PoolState, float], Plan]) -> list[str]:
         now = self.clock.now()
         with self.state.lock:
-            plan = decide(self.state)
+            plan = decide(self.state, now)
             self.applier.commit(plan, now)
         return self.applier.carry_out(plan, None).created
 
@@ -194,3 +194,22 @@ class ClusterPool:
         """The writer gives up on a pod after a few conflicts or an error; the ping tries again."""
         for name in self.state.unwritten():
             self.applier.writer.enqueue(name)
+
+    # ---- ReuseSchedule periods ----------------------------------------------------------------------
+
+    def schedules(self) -> list[tuple[str, JobSpec]]:
+        """The fingerprints whose profile has a ReuseSchedule, with the spec that brought it."""
+        with self.state.lock:  # the book is the state's: read under its lock
+            return [(fp, spec) for fp, spec in self.state.book.recipes() if spec.schedule is not None]
+
+    def next_period_change(self) -> float | None:
+        """When a schedule's period may start or end next (clock seconds); None without schedules."""
+        now = self.clock.now()
+        changes = [spec.schedule.next_change(now) for _, spec in self.schedules() if spec.schedule]
+        found = [change for change in changes if change is not None]
+        return min(found) if found else None
+
+    def demand_of(self, fingerprint: str) -> tuple[int, int]:
+        """(jobs waiting, pods booting or idle) of a fingerprint, for the status pages."""
+        with self.state.lock:
+            return self.state.demand(fingerprint, self.state.indexed())

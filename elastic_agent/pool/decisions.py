@@ -93,7 +93,7 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
 
 def _keep_key(spec: JobSpec, key: str) -> tuple[Intent, ...]:
     """The job's key created nothing: keep it for the warm pool (a key is not bound to a pod)."""
-    return (BankKey(key),) if spec.reuse and spec.min_idle_pods else ()
+    return (BankKey(key),) if spec.reuse and spec.wants_warm_pods else ()
 
 
 def _make_room_for(spec: JobSpec, state: PoolState, view: RecordIndex) -> PodRecord | None:
@@ -120,7 +120,7 @@ def should_assign_work(
     if record.reuse and spec.reuse:
         fits = (
             record.fingerprint == spec.fingerprint
-            and record.can_take_more_jobs()
+            and record.can_take_more_jobs(clock.now())
             and not state.book.is_superseded(record.fingerprint)
         )
     else:  # one pod per job: the pod takes only the job it was created for, once
@@ -193,7 +193,8 @@ def _retire_after_job(
         return "its job finished and the profile runs one job per pod"
     if record.fingerprint != spec.fingerprint:
         return "its profile changed since it was created"
-    if spec.max_jobs_per_pod and jobs_run >= spec.max_jobs_per_pod:
+    max_jobs = spec.knobs(now).max_jobs_per_pod
+    if max_jobs and jobs_run >= max_jobs:
         return f"it ran {jobs_run} jobs (MaxJobsPerPod)"
     lifetime = state.settings.max_pod_lifetime
     if lifetime and now - record.created_at >= lifetime:

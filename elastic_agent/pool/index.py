@@ -81,7 +81,7 @@ class RecordIndex:
             record.reuse
             and record.fingerprint
             and record.state in _READY_STATES
-            and record.can_take_more_jobs()
+            and record.could_take_more_jobs()
         ):
             self._ready.setdefault(record.fingerprint, {})[name] = None
 

@@ -21,6 +21,7 @@ from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
 from profiles.fingerprint import FingerprintInputs, fingerprint
 from profiles.pod_template import render_pod_template
+from profiles.schedule import Knobs, Schedule
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,17 @@ class JobSpec:
     idle_timeout: float  # the profile's IdleTimeout, else the cluster's idle_timeout
     min_idle_pods: int
     environment: str | None
+    schedule: Schedule | None = None  # ReuseSchedule: the values above are its plain ones
+
+    def knobs(self, now: float) -> Knobs:
+        """MinIdlePods, IdleTimeout and MaxJobsPerPod in force at `now`."""
+        plain = Knobs(self.min_idle_pods, self.idle_timeout, self.max_jobs_per_pod)
+        return plain if self.schedule is None else self.schedule.knobs(now, plain)
+
+    @property
+    def wants_warm_pods(self) -> bool:
+        """MinIdlePods now or in some period: registration keys are worth banking."""
+        return self.min_idle_pods > 0 or (self.schedule is not None and self.schedule.wants_warm_pods)
 
 
 class JobSpecs:
@@ -86,4 +98,5 @@ class JobSpecs:
             idle_timeout=elastic.idle_timeout if elastic.idle_timeout is not None else cluster.idle_timeout,
             min_idle_pods=elastic.min_idle_pods if elastic.reuse else 0,
             environment=environment,
+            schedule=elastic.reuse_schedule if elastic.reuse else None,
         )

@@ -40,4 +40,5 @@ ANN_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 ANN_IDLE_TIMEOUT = PREFIX + "idle-timeout"  # seconds
 ANN_MAX_JOBS = PREFIX + "max-jobs"  # MaxJobsPerPod, absent for no limit
 ANN_MIN_IDLE = PREFIX + "min-idle"  # MinIdlePods of its fingerprint
+ANN_SCHEDULE = PREFIX + "reuse-schedule"  # ReuseSchedule's canonical JSON, absent without one
 ANN_WARM = PREFIX + "warm"  # "true": created ahead of demand for the warm pool

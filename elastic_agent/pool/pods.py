@@ -135,4 +135,5 @@ def reuse_annotations(spec: JobSpec) -> dict[str, str | None]:
         labels.ANN_IDLE_TIMEOUT: f"{spec.idle_timeout:g}",
         labels.ANN_MAX_JOBS: str(spec.max_jobs_per_pod) if spec.max_jobs_per_pod else None,
         labels.ANN_MIN_IDLE: str(spec.min_idle_pods),
+        labels.ANN_SCHEDULE: spec.schedule.text if spec.schedule is not None else None,
     }

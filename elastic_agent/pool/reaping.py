@@ -106,7 +106,7 @@ def _reason_to_retire(state: PoolState, record: PodRecord, agent: Agent | None, 
             return f"its job never came to it within {format_duration(settings.idle_timeout)} (cancelled?)"
         return None
     if record.state == PodState.IDLE:
-        if not record.can_take_more_jobs():
+        if not record.can_take_more_jobs(now):
             return f"it ran {record.jobs_run} jobs (MaxJobsPerPod)"
         if state.book.is_superseded(record.fingerprint):
             return "its profile changed since it was created"
@@ -125,8 +125,9 @@ def _idle_too_long(state: PoolState, records: list[PodRecord], now: float) -> li
     chosen: list[tuple[PodRecord, str]] = []
     for group in by_fingerprint.values():
         idle = sorted(group, key=lambda r: r.state_since)
-        keep = max(r.min_idle for r in idle)
-        timeout_of = {r.name: r.idle_timeout if r.idle_timeout is not None else default for r in idle}
+        knobs = {r.name: r.knobs(now, default) for r in idle}  # a schedule's period in force, if any
+        keep = max(k.min_idle_pods for k in knobs.values())
+        timeout_of = {name: k.idle_timeout for name, k in knobs.items()}
         expired = [r for r in idle if now - r.state_since > timeout_of[r.name]]
         for record in expired[: max(0, len(idle) - keep)]:
             idle_for = format_duration(round(now - record.state_since))

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
+from profiles.schedule import Knobs, Schedule, parse_schedule
 
 
 class PodState(StrEnum):
@@ -44,6 +45,7 @@ class PodRecord:
     reason: str | None
     deleting: bool
     retire_reason: str | None
+    schedule: Schedule | None = None  # ReuseSchedule: the knobs above are its plain values
 
     @classmethod
     def from_pod(
@@ -85,6 +87,7 @@ class PodRecord:
             idle_timeout=_number(idle_timeout, 0) if idle_timeout else None,
             max_jobs=int(_number(max_jobs, 0)) or None if max_jobs else None,
             min_idle=int(_number(annotations.get(labels.ANN_MIN_IDLE), 0)),
+            schedule=_schedule(annotations.get(labels.ANN_SCHEDULE)),
             phase=pod.phase,
             reason=pod.reason,
             deleting=pod.deleting,
@@ -108,8 +111,21 @@ class PodRecord:
             not self.registered and self.state == PodState.BOOTING and not self.deleting and not self.failed
         )
 
-    def can_take_more_jobs(self) -> bool:
-        return self.max_jobs is None or self.jobs_run < self.max_jobs
+    def knobs(self, now: float, default_idle_timeout: float) -> Knobs:
+        """The pod's reuse values in force at `now` (its schedule's period, else its plain ones)."""
+        idle_timeout = self.idle_timeout if self.idle_timeout is not None else default_idle_timeout
+        plain = Knobs(self.min_idle, idle_timeout, self.max_jobs)
+        return plain if self.schedule is None else self.schedule.knobs(now, plain)
+
+    def can_take_more_jobs(self, now: float) -> bool:
+        limit = self.max_jobs if self.schedule is None else self.knobs(now, 0.0).max_jobs_per_pod
+        return limit is None or self.jobs_run < limit
+
+    def could_take_more_jobs(self) -> bool:
+        """At some time: under the loosest MaxJobsPerPod of its schedule. The index has no clock; the
+        decision to give a pod a job asks `can_take_more_jobs` at that moment."""
+        limit = self.max_jobs if self.schedule is None else self.schedule.loosest_max_jobs(self.max_jobs)
+        return limit is None or self.jobs_run < limit
 
 
 def job_id_of(annotation: str | None) -> int | None:
@@ -123,6 +139,17 @@ def job_id_of(annotation: str | None) -> int | None:
         return None
     job_id = value.get("job_id") if isinstance(value, dict) else None
     return job_id if isinstance(job_id, int) and not isinstance(job_id, bool) else None
+
+
+def _schedule(text: str | None) -> Schedule | None:
+    """A pod's schedule annotation; one that no longer reads (edited by hand) is ignored, so that the
+    pod's plain values hold rather than a pod the backend cannot read."""
+    if not text:
+        return None
+    try:
+        return parse_schedule(text)
+    except ValueError:
+        return None
 
 
 def _number(text: str | None, default: float) -> float:

@@ -12,10 +12,11 @@ from elastic_agent.pool.intents import Create, Intent, Plan, Reserve
 from elastic_agent.pool.state import PoolState
 
 
-def for_waiting_jobs(state: PoolState) -> Plan:
+def for_waiting_jobs(state: PoolState, now: float) -> Plan:
     """Pods while a fingerprint's waiting jobs outnumber its booting and idle pods, with those jobs'
     unused keys (newest first: it lives longest), so that no job waits for GoCD's two-minute re-send
     because a pod it counted on went away."""
+    del now  # the same signature as warm_pool's: what waits now is in the state
     view = state.indexed()
     room = state.room(view)
     intents: list[Intent] = []
@@ -34,17 +35,19 @@ def for_waiting_jobs(state: PoolState) -> Plan:
     return Plan(tuple(intents))
 
 
-def warm_pool(state: PoolState) -> Plan:
-    """Pods ahead of demand, with banked keys, until each fingerprint with MinIdlePods has that many
-    idle or booting pods beyond its waiting jobs. A superseded fingerprint gets none: its pods retire."""
+def warm_pool(state: PoolState, now: float) -> Plan:
+    """Pods ahead of demand, with banked keys, until each fingerprint with MinIdlePods (in force at
+    `now`: a ReuseSchedule's period may want more) has that many idle or booting pods beyond its
+    waiting jobs. A superseded fingerprint gets none: its pods retire."""
     view = state.indexed()
     room, keys = state.room(view), len(state.keys)
     intents: list[Intent] = []
     for fingerprint, spec in state.book.recipes():
-        if not spec.min_idle_pods or state.book.is_superseded(fingerprint):
+        wanted = spec.knobs(now).min_idle_pods
+        if not wanted or state.book.is_superseded(fingerprint):
             continue
         waiting, ready = state.demand(fingerprint, view)
-        for _ in range(max(0, min(spec.min_idle_pods - (ready - waiting), room, keys))):
+        for _ in range(max(0, min(wanted - (ready - waiting), room, keys))):
             token = object()  # unique: concurrent plans never share a reservation
             said = "created pod {pod} ahead of demand: MinIdlePods of its profile"
             intents += [Reserve(token, fingerprint), Create(token, None, spec, None, said)]

@@ -35,6 +35,7 @@ from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.remote_file import RemoteFileFetcher
 from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, create_app, too_large
 from elastic_agent.service.metrics import Metrics
+from elastic_agent.service.period_timer import PeriodTimer
 from profiles.cluster import ClusterProfile
 
 if TYPE_CHECKING:
@@ -212,4 +213,5 @@ def serve_in_background(
     app = create_app(backend, token, Metrics(), stopping=stopping)
     server = WsgiServer(app, host, port, threads)
     server.start()
+    PeriodTimer(backend, stopping).start()
     return RunningService(app, backend, f"http://{host}:{server.port}", server, stopping)
