@@ -176,10 +176,21 @@ class GoCDRestClient:
             body=profile.to_json(),
         )
 
+    def get_json(self, path: str, accept: str, what: str, params: Mapping[str, str] | None = None) -> Any:
+        """GoCD's JSON answer to a GET of `path` (below the server URL, with query `params`), or
+        GoCDApiError with a sentence that names `what`, the thing asked for (history.py's read-only calls)."""
+        return self._call("GET", path, accept, what, params=params)
+
     # --- one call ------------------------------------------------------------------------------------
 
     def _call(
-        self, method: str, path: str, accept: str, what: str, body: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        accept: str,
+        what: str,
+        body: dict[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
     ) -> Any:
         """GoCD's JSON answer to a GET (None for a POST: success is all that counts, and the entity it
         echoes is not needed), or GoCDApiError with a sentence. Redirects are not followed: a POST would
@@ -195,6 +206,7 @@ class GoCDRestClient:
                 url,
                 headers=headers,
                 json=body,
+                params=params,
                 auth=self._auth,
                 timeout=self._timeout_s,
                 allow_redirects=False,
