@@ -13,6 +13,7 @@ import json
 import re
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +22,12 @@ from elastic_agent.clock import ManualClock
 from elastic_agent.gocd.status_pages import render_cluster_status
 from elastic_agent.pool import labels
 from elastic_agent.service.period_timer import PeriodTimer
+from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.virtual_time import START
 from profiles.cluster import ClusterProfile
 from profiles.schedule import Knobs, ScheduleError, parse_schedule
 from profiles.validation import validate_elastic_profile
+from tests import browser
 from tests.conftest import wait_until
 from tests.virtual_helpers import (
     annotation,
@@ -189,7 +192,8 @@ def test_max_jobs_per_pod_follows_the_period_in_force() -> None:
     assert third.agent_id == second, "reused outside the period"
 
 
-def test_a_period_that_starts_fills_the_warm_pool_at_once_from_banked_keys() -> None:
+def _warm_pool_at_eleven() -> tuple[VirtualStack, dict[str, str], str]:
+    """A stack at 23:00:00 whose 23:00 period wants 3 idle pods, with keys banked since 22:40."""
     # Agents poll slowly, so create-agent reaches the backend before the idle pod takes the job, and its
     # unused key is banked (the schedule wants warm pods in some period, so keys are kept).
     stack = virtual_stack(boot_delay=5, poll_interval_s=30)
@@ -204,14 +208,37 @@ def test_a_period_that_starts_fills_the_warm_pool_at_once_from_banked_keys() -> 
     assert pod_names(stack) == {pod}, "no warm pod before the period"
     assert stack.backend.next_period_change() == ELEVEN_PM
     stack.run_for(ELEVEN_PM - stack.clock.now())
+    return stack, cluster, pod
+
+
+def _cluster_page(stack: VirtualStack, cluster: dict[str, str]) -> str:
+    pool = stack.backend.known_pool(ClusterProfile.from_properties(cluster))
+    return render_cluster_status(pool, stack.clock)
+
+
+def test_a_period_that_starts_fills_the_warm_pool_at_once_from_banked_keys() -> None:
+    stack, cluster, pod = _warm_pool_at_eleven()
     created = pod_names(stack) - {pod}
     assert created, "the period's start created warm pods"
     stamps = {float(annotation(stack, name, labels.ANN_CREATED_AT) or 0) for name in created}
     assert stamps == {ELEVEN_PM}, "at 23:00:00 exactly: not at a ping (pings come at 20 s past)"
-    page = render_cluster_status(stack.backend.known_pool(ClusterProfile.from_properties(cluster)),
-                                 stack.clock)  # fmt: skip
+    page = _cluster_page(stack, cluster)
     assert "Reuse schedules" in page and "entry 1 (* 23 * * tue, UTC)" in page
-    assert "MinIdlePods 3" in page and "to the plain values" in page
+    assert "MinIdlePods 3" in page and "2023-11-15 00:00:00 UTC (in 60m), to the plain values" in page
+
+
+@pytest.mark.browser
+def test_the_schedule_table_renders_in_headless_chromium(tmp_path: Path) -> None:
+    stack, cluster, _ = _warm_pool_at_eleven()
+    document = browser.html_page("Cluster status", _cluster_page(stack, cluster))
+    rendered = browser.render_all({"schedule": document}, tmp_path)["schedule"]
+    rows = re.findall(r'<tr data-schedule="[^"]*" data-wanted="(\d+)" data-ready="(-?\d+)" data-keys="(\d+)"',
+                      rendered.dom)  # fmt: skip
+    assert len(rows) == 1, "one scheduled profile, one row, as the browser built it"
+    wanted, ready, keys = (int(n) for n in rows[0])
+    assert (wanted, ready, keys) == (3, 3, len(stack.backend.keys))
+    assert "Period in force" in rendered.dom and "entry 1 (* 23 * * tue, UTC)" in rendered.dom
+    assert rendered.screenshot.stat().st_size > 10_000
 
 
 def test_a_restarted_backend_applies_the_schedule_from_the_pods_annotation() -> None:
