@@ -42,6 +42,7 @@ MAX_PERIODS = 20
 VALUE_KEYS = ("MinIdlePods", "IdleTimeout", "MaxJobsPerPod")
 ENTRY_KEYS = ("periods", "timezone", *VALUE_KEYS)
 _MINUTE = 60.0
+_QUARTER = 15 * _MINUTE
 # A fixed moment to ask "does this expression ever match?" (cron has no year field, so four years from
 # any date cover every expression that can match at all; 2000 is a leap year).
 _REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)
@@ -167,21 +168,35 @@ class Schedule:
         return plain if entry is None else entry.over(plain)
 
     def next_change(self, at: float) -> float | None:
-        """The next minute boundary after `at` at which the entry in force may change: the next minute
-        while any period matches (it may end there), else the next minute any period starts."""
+        """A time after `at` no later than the next change of the entry in force (a wake-up that finds no
+        change is harmless; a late one is not). Each period bounds it: one that does not match now, by
+        its next match; one that matches every minute of its hours, by the next quarter hour (every time
+        zone's hours begin on a quarter hour of UTC, so its hour cannot end sooner); any other match, by
+        the next minute."""
         minute = at - at % _MINUTE
         with self._lock:
             if self._change_minute == minute:
                 return self._change
         following = minute + _MINUTE
-        change: float | None = following
-        if not any(entry.matches(_local(minute, entry.timezone)) for entry in self.entries):
-            starts = [entry.next_match(_local(following, entry.timezone)) for entry in self.entries]
-            found = [start.timestamp() for start in starts if start is not None]
-            change = min(found) if found else None
+        quarter = at - at % _QUARTER + _QUARTER
+        bounds: list[float] = []
+        for entry in self.entries:
+            local = _local(minute, entry.timezone)
+            for trigger in entry.triggers:
+                if trigger.get_next_fire_time(None, local) == local:
+                    bounds.append(quarter if _every_minute(trigger) else following)
+                else:
+                    start = trigger.get_next_fire_time(None, _local(following, entry.timezone))
+                    if start is not None:
+                        bounds.append(start.timestamp())
+        change = min(bounds) if bounds else None
         with self._lock:
             self._change_minute, self._change = minute, change
         return change
+
+
+def _every_minute(trigger: CronTrigger) -> bool:
+    return any(f.name == "minute" and str(f) == "*" for f in trigger.fields)
 
 
 def _local(seconds: float, zone: str) -> datetime:

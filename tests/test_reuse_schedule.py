@@ -10,6 +10,7 @@ pods' annotations, and a schedule edit retires no pod. The virtual stack starts 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from datetime import UTC, datetime
@@ -80,11 +81,28 @@ def test_when_periods_overlap_the_last_entry_wins_and_what_it_leaves_unset_keeps
     assert overlapping.knobs(at("2026-12-01T13:00:00+00:00"), PLAIN) == Knobs(3, 3600.0, 50)
 
 
-def test_the_next_change_is_the_next_start_outside_periods_and_each_minute_while_one_holds() -> None:
+def test_the_next_change_is_the_next_start_outside_periods_and_never_later_than_a_change() -> None:
     office = parse_schedule(text(BERLIN_OFFICE))
     friday_evening = at("2026-12-04T20:00:00+01:00")
     assert office.next_change(friday_evening) == at("2026-12-07T07:00:00+01:00")  # Monday morning
-    assert office.next_change(at("2026-12-07T07:00:10+01:00")) == at("2026-12-07T07:01:00+01:00")
+    # Every minute of 7-18 matches: the period cannot end before the next quarter hour.
+    assert office.next_change(at("2026-12-07T07:00:10+01:00")) == at("2026-12-07T07:15:00+01:00")
+    every_five = parse_schedule(text([{"periods": ["*/5 7-18 * * mon-fri"], "MinIdlePods": 1}]))
+    assert every_five.next_change(at("2026-12-07T07:00:10+00:00")) == at("2026-12-07T07:01:00+00:00")
+    # Walking the wake-ups over a week in a zone whose hours begin at :45 UTC misses no change.
+    kathmandu = {"periods": ["* 9-17 * * mon-fri"], "timezone": "Asia/Kathmandu", "MinIdlePods": 2}
+    nepal = parse_schedule(text([kathmandu, {"periods": ["*/20 12 * * *"], "MinIdlePods": 5}]))
+    moment, seen = at("2026-12-06T00:00:00+00:00"), []
+    while moment < at("2026-12-13T00:00:00+00:00"):
+        moment = nepal.next_change(moment) or math.inf
+        seen.append(moment)
+    minute = at("2026-12-06T00:00:00+00:00")
+    changes = []
+    while minute < at("2026-12-13T00:00:00+00:00"):
+        if nepal.in_force(minute) != nepal.in_force(minute - 60):
+            changes.append(minute)
+        minute += 60
+    assert changes and set(changes) <= set(seen), "every minute the entry in force changes is a wake-up"
     change = office.transition(at("2026-12-07T09:00:00+01:00"))
     assert change == (at("2026-12-07T19:00:00+01:00"), None), "the period ends at seven in the evening"
 
