@@ -60,6 +60,12 @@ class LegacyReusePlugin:
     def timings(self) -> tuple[dict[str, int], dict[str, float]]:
         return {}, {}  # a baseline: its speed is not what is measured
 
+    def next_due(self) -> float | None:
+        return None  # it has no schedules
+
+    def wake(self) -> None:
+        pass
+
     def send(self, request_name: str, body: str) -> tuple[int, str]:
         name = request_name.removeprefix(PREFIX)
         request = json.loads(body) if body else {}

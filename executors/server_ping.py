@@ -18,7 +18,11 @@ CALL_KINDS = ("write", "delete")  # pool.state.PROBLEMS
 
 
 def server_ping(body: str, ctx: RequestContext) -> Response:
-    request = ServerPingRequest.parse(body)
+    return server_ping_request(ServerPingRequest.parse(body), ctx)
+
+
+def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Response:
+    """server-ping on a parsed request (the simulator's fast path calls this directly)."""
     backend = ctx.backend
     gocd = ctx.gocd()
     marks = backend.change_marks()  # before the list: a change made after it is newer than the list

@@ -82,11 +82,6 @@ class Entry:
     def matches(self, minute: datetime) -> bool:
         return any(t.get_next_fire_time(None, minute) == minute for t in self.triggers)
 
-    def next_match(self, after: datetime) -> datetime | None:
-        fires = [t.get_next_fire_time(None, after) for t in self.triggers]
-        found = [f for f in fires if f is not None]
-        return min(found) if found else None
-
     def over(self, plain: Knobs) -> Knobs:
         return Knobs(
             self.min_idle_pods if self.min_idle_pods is not None else plain.min_idle_pods,

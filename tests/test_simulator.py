@@ -144,7 +144,7 @@ def test_advise_command_prints_a_frontier_and_a_recommendation(
     trace = generate(WorkloadSpec(jobs=60, days=0.02, profiles=WorkloadSpec().profiles[:1]), seed=8)
     path = tmp_path / "history.csv"
     write_trace(trace, path)
-    assert main(["advise", str(path), "--idle-timeouts", "1m,10m", "--min-idle", "0"]) == 0
+    assert main(["advise", str(path), "--idle-timeouts", "1m,10m", "--min-idle", "0", "--no-schedules"]) == 0
     text = capsys.readouterr().out
     assert "## profile java (60 jobs)" in text
     assert "| IdleTimeout=1m MinIdlePods=0 |" in text and "| IdleTimeout=10m MinIdlePods=0 |" in text

@@ -85,7 +85,8 @@ class SimulatedGoCD(ServerSide):
         self._waiting: dict[int, Job] = {}
         self._waiting_by_env: dict[str | None, dict[int, Job]] = {}
         self._dormant_by_env: dict[str | None, set[str]] = {}
-        self._encoded_jobs: dict[int, str] = {}  # waiting job id -> its should-assign-work members
+        # Waiting job id -> its should-assign-work members, encoded (fast_gocd.py keeps them as values).
+        self._encoded_jobs: dict[int, Any] = {}
         self._polls: TimedQueue[str] = TimedQueue(self._poll_is_current)  # agent ids
         self._completions: TimedQueue[int] = TimedQueue(self._completion_is_current)  # job ids
         self._silences: TimedQueue[str] = TimedQueue(self._silence_is_current)  # agent ids
@@ -400,14 +401,14 @@ class SimulatedGoCD(ServerSide):
                 if agent is None or not agent.can_poll:
                     return
                 candidates = self._candidates(agent)
-                status = agent.status_text()  # unchanged through this poll: it ends at a `true`
+                status = self._agent_status(agent)  # unchanged through this poll: it ends at a `true`
             for job in candidates:
                 with self._state_lock:
                     if not agent.can_poll or agent_id not in self._agents:
                         break
                     if job.state is not JobState.SCHEDULED:
                         continue
-                    body = wire.should_assign_work_text(status, self._job_members(job))
+                    body = self._should_assign_body(status, job)
                 if self._ask_should_assign(body):
                     with self._state_lock:
                         self._assign(job, agent_id)
@@ -438,14 +439,21 @@ class SimulatedGoCD(ServerSide):
     def _grid_poll_time(self, agent: Agent, after: float, *, inclusive: bool) -> float:
         return self._grid.next_poll(agent.registered_at, agent.poll_seed, after, inclusive=inclusive)
 
+    def _agent_status(self, agent: Agent) -> Any:
+        """The agent's part of a should-assign-work body (encoded here; fast_gocd.py keeps the value)."""
+        return agent.status_text()
+
+    def _should_assign_body(self, status: Any, job: Job) -> dict[str, Any] | str:
+        return wire.should_assign_work_text(status, self._job_members(job))
+
     def _job_members(self, job: Job) -> str:
-        members = self._encoded_jobs.get(job.job_id)
+        members: str | None = self._encoded_jobs.get(job.job_id)
         if members is None:
             members = wire.should_assign_work_job_members(job.environment, *job.profiles(), job.identifier())
             self._encoded_jobs[job.job_id] = members
         return members
 
-    def _ask_should_assign(self, body: str) -> bool:
+    def _ask_should_assign(self, body: dict[str, Any] | str) -> bool:
         self.stats.should_assign_asked += 1
         started = self._stopwatch()
         answer = self._call("should-assign-work", body)
@@ -523,9 +531,8 @@ class SimulatedGoCD(ServerSide):
 
     def _call(self, name: str, body: dict[str, Any] | str) -> tuple[int, str] | None:
         request_name = wire.REQUEST_PREFIX + name
-        text = body if isinstance(body, str) else wire.encode(body)
         try:
-            status, answer = self._transport.send(request_name, text)
+            status, answer = self._send(request_name, body)
         except Exception as error:  # a transport that raises is a broken plugin, not a broken server
             self.record_protocol_error(f"{request_name} raised {type(error).__name__}")
             return None
@@ -534,6 +541,9 @@ class SimulatedGoCD(ServerSide):
                 failure = PluginFailure(self._clock.now(), request_name, status, answer[:200])
                 self.stats.non_200_answers.append(failure)
         return status, answer
+
+    def _send(self, request_name: str, body: dict[str, Any] | str) -> tuple[int, str]:
+        return self._transport.send(request_name, body if isinstance(body, str) else wire.encode(body))
 
     def record_protocol_error(self, message: str) -> None:
         with self._state_lock:

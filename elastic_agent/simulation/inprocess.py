@@ -94,6 +94,9 @@ class DeferredWriter:
     def flush(self, name: str) -> None:
         self._writer.flush(name)
 
+    def queued(self) -> bool:
+        return bool(self._queue)
+
     def stop(self, deadline: float) -> int:
         queue, self._queue = self._queue, {}
         return sum(0 if self._writer.write(name) else 1 for name in queue)
@@ -143,6 +146,10 @@ class InProcessBackend:
 
     def drain_writes(self) -> int:
         return self.writers.drain()
+
+    def pending_writes(self) -> bool:
+        """Whether a write is still queued after the last drain (it failed, or waits for its backoff)."""
+        return any(writer.queued() for writer in self.writers.made)
 
 
 def build_inprocess_backend(

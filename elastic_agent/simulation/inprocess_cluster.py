@@ -162,6 +162,11 @@ class SimulationKubeStore(FakeKubeStore):
         if self.keep_logs:
             super().append_log(ns, pod_name, line)
 
+    def deleting(self) -> bool:
+        """Whether a graceful deletion waits for the store's next tick (any later store call)."""
+        with self._lock:
+            return bool(self._deletions)
+
 
 class InProcessCluster:
     """`ClusterPort` for one namespace of a `FakeKubeStore`, watching only pods that carry `selector`."""

@@ -2,10 +2,17 @@
 with its kubelet, and a plugin (this project's backend in process, or a baseline), in virtual time.
 
 One loop: find the earliest due time among the GoCD model (scheduler ticks, agent polls, job ends,
-pings), the kubelet (pods finishing their boot) and the trace (the next arrival); move the clock there;
-let the trace schedule its jobs, the kubelet start pods (agents register), the model do its work (which
-calls the plugin), then let the plugin settle (the backend's deferred annotation writes) and the kubelet
-see what the plugin created or deleted. Nothing sleeps and no thread runs, so a seed fixes everything.
+pings), the kubelet (pods finishing their boot), the trace (the next arrival) and the plugin (a
+ReuseSchedule period that may start or end: `Backend.next_period_change`); move the clock there; let the
+trace schedule its jobs, wake the plugin when its time has come (`Backend.on_period_change`, then settle),
+the kubelet start pods (agents register), the model do its work (which calls the plugin), then let the
+plugin settle (the backend's deferred annotation writes) and the kubelet see what the plugin created or
+deleted. Nothing sleeps and no thread runs, so a seed fixes everything. The clock starts at
+`SimSettings.start`, the epoch second of the trace's time 0, so cron periods see the trace's time of day.
+
+`SimSettings(fast=True)` is the advisor's fast path (fast_gocd.py, fast_plugin.py): the same backend
+without JSON text, and no events that change nothing; tests/test_fast_path.py shows it gives the full
+path's pods, waits and assignments. The benchmarks keep the full path.
 """
 
 from __future__ import annotations
@@ -17,10 +24,11 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
+from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
 from elastic_agent.simulation.gocd_callbacks import ServerApi
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.inprocess import InProcessTransport, build_inprocess_backend
@@ -29,6 +37,10 @@ from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.measures import PodTracker, PolicyResult, summarize
 from elastic_agent.simulation.workload import TraceJob
 from profiles.quantities import parse_duration
+from profiles.schedule import parse_schedule
+
+if TYPE_CHECKING:
+    from elastic_agent.simulation.fast_plugin import FastProjectPlugin
 
 START = 1_700_000_000.0
 _EPSILON_S = 1e-6
@@ -70,6 +82,10 @@ class SimSettings:
     pending_pods_count: int = 100
     console: bool = False  # write decision lines to job consoles (costs time, changes no measure)
     tail_s: float | None = None  # after the last job: run this long (None: until pods are gone or 2h)
+    start: float = START  # epoch seconds at which the trace's time 0 lies (cron schedules read the clock)
+    # The advisor's fast path (fast_gocd.py, fast_plugin.py): the same results with less work; only for
+    # this project's backend (another plugin runs the full path).
+    fast: bool = False
 
     def gocd_config(self) -> GoCDConfig:
         return GoCDConfig(
@@ -92,6 +108,7 @@ class PluginWorld:
     settings: SimSettings
     # Numbers the pods the plugin creates; the world's, so that a restarted plugin goes on counting.
     pod_counter: Callable[[], int] = field(default_factory=lambda: itertools.count(1).__next__)
+    model: SimulatedGoCD | None = None  # the server itself, for a plugin that skips its API's JSON
 
 
 class SimulatedPlugin(Protocol):
@@ -102,6 +119,12 @@ class SimulatedPlugin(Protocol):
 
     def timings(self) -> tuple[dict[str, int], dict[str, float]]:
         """Requests and real seconds spent per request name (empty when the plugin does not count)."""
+
+    def next_due(self) -> float | None:
+        """When the plugin has something to do of its own (clock seconds; None: nothing)."""
+
+    def wake(self) -> None:
+        """Do it: called at that time, before the server's work of the instant."""
 
 
 PluginFactory = Callable[[PluginWorld], SimulatedPlugin]
@@ -129,6 +152,15 @@ class ProjectPlugin:
     def timings(self) -> tuple[dict[str, int], dict[str, float]]:
         return dict(self.transport.requests), dict(self.transport.seconds, settle=self.settle_s)
 
+    def next_due(self) -> float | None:
+        return self.backend.backend.next_period_change()
+
+    def wake(self) -> None:
+        self.backend.backend.on_period_change()  # a ReuseSchedule period starts: PeriodTimer's work
+
+    def pending_writes(self) -> bool:
+        return self.backend.pending_writes()
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -149,9 +181,16 @@ class Policy:
         }
 
     def max_idle_timeout_s(self) -> float:
-        texts = [self.elastic.get("IdleTimeout"), self.cluster.get("idle_timeout")]
-        texts += [p.get("IdleTimeout") for p in self.per_profile.values()]
-        return max([_seconds(t) for t in texts if t] or [600.0])
+        """The longest an idle pod may be kept, a ReuseSchedule's periods included (a trace may end in
+        one), so that the run goes on until every pod has retired."""
+        profiles = [self.elastic, *self.per_profile.values()]
+        texts = [self.cluster.get("idle_timeout"), *(p.get("IdleTimeout") for p in profiles)]
+        seconds = [_seconds(t) for t in texts if t]
+        for properties in profiles:
+            if properties.get("ReuseSchedule"):
+                schedule = parse_schedule(properties["ReuseSchedule"])
+                seconds += [e.idle_timeout for e in schedule.entries if e.idle_timeout is not None]
+        return max(seconds or [600.0])
 
 
 def cluster_properties(settings: SimSettings, overrides: Mapping[str, str]) -> dict[str, str]:
@@ -175,22 +214,41 @@ class _LateTransport:
         return self.target.send(request_name, body)
 
 
+class _LateValueTransport(_LateTransport):
+    """The same for the fast path's model (fast_gocd.py), which sends values to a plugin that takes them."""
+
+    target: FastProjectPlugin | None = None
+
+    def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
+        assert self.target is not None
+        return self.target.send_value(request_name, body)
+
+
 class Simulation:
     def __init__(self, trace: Sequence[TraceJob], policy: Policy, settings: SimSettings | None = None):
         self.trace = list(trace)
         self.policy = policy
         self.settings = settings = settings or SimSettings()
-        self.clock = VirtualClock()
+        self.clock = VirtualClock(settings.start)
         self.store = SimulationKubeStore(clock=self.clock)
         self.tracker = PodTracker(self.clock)
         self.store.add_listener(self.tracker.on_change)
         self._changes = self._changes_seen = 0
         self.store.add_listener(self._count_change)
-        transport = _LateTransport()
-        self.model = SimulatedGoCD(self.clock, transport, settings.gocd_config())
-        world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings)
-        self.plugin = policy.plugin(world)
-        transport.target = self.plugin
+        self.fast: FastProjectPlugin | None = None
+        if settings.fast and policy.plugin is ProjectPlugin:
+            from elastic_agent.simulation.fast_plugin import FastProjectPlugin  # it builds on ProjectPlugin
+
+            values = _LateValueTransport()
+            self.model: SimulatedGoCD = FastSimulatedGoCD(self.clock, values, settings.gocd_config())
+            world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings, model=self.model)
+            self.fast = values.target = FastProjectPlugin(world)
+            self.plugin: SimulatedPlugin = self.fast
+        else:
+            transport = _LateTransport()
+            self.model = SimulatedGoCD(self.clock, transport, settings.gocd_config())
+            world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings, model=self.model)
+            self.plugin = transport.target = policy.plugin(world)
         boot_rng = random.Random(settings.seed * 7919 + 17)
         self.kubelet = SimulatedKubelet(
             self.store, self.clock, self.model, boot_delay=lambda pod: self._boot(boot_rng, pod)
@@ -222,10 +280,25 @@ class Simulation:
         idle_tail = self.policy.max_idle_timeout_s() + 3 * self.settings.ping_s
         hard_end = math.inf
         limit = origin + self._limit()
+        fast = self.fast
         while True:
             arrival = origin + pending[index].at if index < count else math.inf
+            if fast is not None and isinstance(model, FastSimulatedGoCD):
+                # Events that change nothing (fast_gocd.py) may be skipped while jobs are still to come,
+                # no write waits for its backoff (a drain retries it at the next event, whichever that
+                # is) and no graceful deletion waits for the store's next tick (the kubelet's step at the
+                # next event ticks it). After the last arrival every event happens again, so the run
+                # ends at the same instant.
+                quiet = not fast.pending_writes() and not self.store.deleting()
+                model.allow_skipping(index < count and quiet)
             kubelet_due = kubelet.next_due()
-            due = min(model.next_due_at(), math.inf if kubelet_due is None else kubelet_due, arrival)
+            plugin_due = plugin.next_due()
+            due = min(
+                model.next_due_at(),
+                math.inf if kubelet_due is None else kubelet_due,
+                arrival,
+                math.inf if plugin_due is None else plugin_due,
+            )
             if index >= count and math.isinf(hard_end) and model.stats.job_completions_sent >= count:
                 # Every job ran: go on until the pods are gone or idle timeouts have surely passed.
                 hard_end = clock.now() + (tail if tail is not None else idle_tail)
@@ -238,6 +311,9 @@ class Simulation:
             while index < count and origin + pending[index].at <= now + _EPSILON_S:
                 self._schedule(pending[index])
                 index += 1
+            if plugin_due is not None and plugin_due <= now + _EPSILON_S:
+                plugin.wake()
+                plugin.settle()
             self._kubelet_step(now)
             model.step()
             plugin.settle()

@@ -1,5 +1,6 @@
 """Workloads for the virtual-time simulator: a trace format users can fill from their own history, and a
-generator of realistic traces (a daily cycle, bursts, a mix of profiles and environments).
+generator of realistic traces (a daily cycle or a working week, bursts, a mix of profiles and
+environments).
 
 Trace format, either
 - JSON lines (`.jsonl`, `.json`): one object per job,
@@ -8,6 +9,13 @@ Trace format, either
 `at` is seconds since the start of the trace, or an ISO 8601 time (then taken relative to the earliest
 job); `environment` may be empty (no environment); `duration` is in seconds. Rows are sorted by `at` on
 loading; lines starting with `#` and blank lines are skipped.
+
+The trace's origin is the absolute time of its time 0: what gives cron periods (office hours, weekends)
+a meaning in a trace of seconds. ISO `at` times give it (the earliest job's time); a comment line
+`# origin: 2024-01-01T00:00:00+00:00` gives it to a trace of seconds (and, before ISO times, sets time 0
+to that instant instead of the earliest job); a trace of seconds without one starts at `DEFAULT_ORIGIN`,
+a Monday 00:00 UTC, so that the generated traces' hours are hours of the day (the standard trace's
+hour 14, its peak, is 14:00) and a generated week starts on a Monday. `write_trace` writes the line.
 """
 
 from __future__ import annotations
@@ -20,12 +28,15 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 DAY_S = 86_400.0
+WEEK_S = 7 * DAY_S
 FIELDS = ("at", "profile", "environment", "pipeline", "duration")
+DEFAULT_ORIGIN = datetime(2024, 1, 1, tzinfo=UTC)  # a Monday
+_ORIGIN_PREFIX = "origin:"
 
 
 @dataclass(frozen=True)
@@ -53,10 +64,26 @@ class TraceError(ValueError):
 # ---- reading and writing ---------------------------------------------------------------------------
 
 
-def write_trace(jobs: Iterable[TraceJob], path: str | Path) -> None:
+@dataclass(frozen=True)
+class Trace:
+    """A trace as read: its jobs (sorted by arrival) and the absolute time of its time 0."""
+
+    jobs: list[TraceJob]
+    origin: datetime  # timezone-aware
+    origin_given: bool = True  # False: the trace said nothing, DEFAULT_ORIGIN was assumed
+
+    @property
+    def start(self) -> float:
+        """The origin in epoch seconds: the simulator's clock at the trace's time 0."""
+        return self.origin.timestamp()
+
+
+def write_trace(jobs: Iterable[TraceJob], path: str | Path, origin: datetime | None = None) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as out:
+        if origin is not None:
+            out.write(f"# {_ORIGIN_PREFIX} {_aware(origin).isoformat()}\n")
         if path.suffix == ".csv":
             writer = csv.DictWriter(out, fieldnames=FIELDS)
             writer.writeheader()
@@ -67,12 +94,20 @@ def write_trace(jobs: Iterable[TraceJob], path: str | Path) -> None:
 
 
 def load_trace(path: str | Path) -> list[TraceJob]:
+    return read_trace(path).jobs
+
+
+def read_trace(path: str | Path) -> Trace:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
-    return parse_trace(text, csv_format=path.suffix == ".csv", where=str(path))
+    return parse_trace_file(text, csv_format=path.suffix == ".csv", where=str(path))
 
 
 def parse_trace(text: str, *, csv_format: bool, where: str = "trace") -> list[TraceJob]:
+    return parse_trace_file(text, csv_format=csv_format, where=where).jobs
+
+
+def parse_trace_file(text: str, *, csv_format: bool, where: str = "trace") -> Trace:
     rows: list[tuple[int, dict[str, Any]]] = []
     if csv_format:
         lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
@@ -98,15 +133,42 @@ def parse_trace(text: str, *, csv_format: bool, where: str = "trace") -> list[Tr
     stamps = [at for at, _ in jobs if isinstance(at, datetime)]
     if stamps and len(stamps) != len(jobs):
         raise TraceError(f"{where}: mixes ISO times and seconds in `at`; use one or the other")
-    origin = min(stamps) if stamps else None
+    declared = _declared_origin(text, where)
+    origin = declared or (min(stamps) if stamps else DEFAULT_ORIGIN)
+    if stamps and min(stamps) < origin:
+        raise TraceError(f"{where}: a job is scheduled before the origin line's {origin.isoformat()}")
     result = []
     for at, (profile, environment, pipeline, duration) in jobs:
-        if isinstance(at, datetime):
-            seconds = (at - origin).total_seconds() if origin is not None else 0.0
-        else:
-            seconds = float(at)
+        seconds = (at - origin).total_seconds() if isinstance(at, datetime) else float(at)
         result.append(TraceJob(seconds, profile, environment, pipeline, duration))
-    return sorted(result, key=_arrival)
+    return Trace(sorted(result, key=_arrival), origin, origin_given=bool(declared or stamps))
+
+
+def _declared_origin(text: str, where: str) -> datetime | None:
+    """The first `# origin: ISO-TIME` comment line's time, if there is one."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        body = line.strip()
+        if not body.startswith("#"):
+            continue
+        body = body[1:].strip()
+        if body.lower().startswith(_ORIGIN_PREFIX):
+            raw = body[len(_ORIGIN_PREFIX) :].strip()
+            try:
+                return _iso(raw)
+            except ValueError:
+                raise TraceError(
+                    f"{where}, line {number}: the origin must be an ISO 8601 time, not {raw!r}"
+                ) from None
+    return None
+
+
+def _iso(text: str) -> datetime:
+    return _aware(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time without an offset is taken as UTC: comparing naive with aware times would raise."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _job(row: dict[str, Any], where: str) -> tuple[float | datetime, tuple[str, str | None, str, float]]:
@@ -124,7 +186,7 @@ def _job(row: dict[str, Any], where: str) -> tuple[float | datetime, tuple[str, 
         at = float(raw_at)
     except (TypeError, ValueError):
         try:
-            at = datetime.fromisoformat(str(raw_at).replace("Z", "+00:00"))
+            at = _iso(str(raw_at))
         except ValueError:
             raise TraceError(f"{where}: at must be seconds or an ISO 8601 time, not {raw_at!r}") from None
     if not profile:
@@ -147,11 +209,44 @@ class ProfileMix:
 
 
 @dataclass(frozen=True)
+class WeekShape:
+    """A working week's arrival rate, relative to office hours' (1.0), by hour of the trace's week (time 0
+    is a Monday 00:00): on Monday to Friday quiet nights, a morning ramp up to office hours, a lunch dip,
+    an evening decline; Saturday and Sunday low all day. Piecewise linear, so the ramp is a ramp."""
+
+    ramp_start_h: float = 7.0  # the morning ramp starts here at the night's level ...
+    office_start_h: float = 9.0  # ... and reaches office hours here
+    office_end_h: float = 17.0  # the evening decline starts here ...
+    evening_end_h: float = 20.0  # ... and reaches the night's level here
+    lunch_dip: float = 0.25  # 12:00 to 13:00 is this much quieter
+    night: float = 0.04
+    weekend_day: float = 0.1  # Saturday and Sunday, 09:00 to 18:00
+    weekend_night: float = 0.02
+    workdays: int = 5  # Monday to Friday
+
+    def rate(self, at_s: float) -> float:
+        """Relative arrival rate at `at_s` seconds after time 0."""
+        day, hour = divmod((at_s % WEEK_S) / 3600.0, 24.0)
+        if day >= self.workdays:
+            return self.weekend_day if 9.0 <= hour < 18.0 else self.weekend_night
+        if hour < self.ramp_start_h or hour >= self.evening_end_h:
+            return self.night
+        if hour < self.office_start_h:
+            share = (hour - self.ramp_start_h) / (self.office_start_h - self.ramp_start_h)
+            return self.night + share * (1.0 - self.night)
+        if hour >= self.office_end_h:
+            share = (hour - self.office_end_h) / (self.evening_end_h - self.office_end_h)
+            return 1.0 - share * (1.0 - self.night)
+        return 1.0 - self.lunch_dip if 12.0 <= hour < 13.0 else 1.0
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     jobs: int = 100_000
     days: float = 1.0  # the jobs spread over this many days
     daily_amplitude: float = 0.8  # arrival rate swings +/- this fraction around the mean over a day
     peak_hour: float = 14.0
+    week: WeekShape | None = None  # set: arrivals follow this working week instead of the daily cosine
     burst_share: float = 0.2  # share of jobs that arrive in bursts (a pipeline fanning out)
     burst_size: tuple[int, int] = (5, 40)
     pipelines: int = 80
@@ -170,8 +265,8 @@ class WorkloadSpec:
 
 def generate(spec: WorkloadSpec, seed: int = 1) -> list[TraceJob]:
     """`spec.jobs` jobs, sorted by arrival. Arrivals: a Poisson process whose rate follows a daily
-    cosine (thinning), plus bursts of one pipeline's jobs at the same instant. Each pipeline has one
-    profile and one environment; busier pipelines are chosen more often (weights 1/rank)."""
+    cosine or `spec.week` (thinning), plus bursts of one pipeline's jobs at the same instant. Each
+    pipeline has one profile and one environment; busier pipelines are chosen more often (weights 1/rank)."""
     rng = random.Random(seed)
     horizon = spec.days * DAY_S
     pipelines = _pipelines(spec, rng)
@@ -212,13 +307,18 @@ def _pipelines(spec: WorkloadSpec, rng: random.Random) -> list[tuple[str, Profil
 
 def _arrivals(spec: WorkloadSpec, rng: random.Random, count: int, horizon: float) -> list[float]:
     """`count` arrival times in [0, horizon), drawn independently from a density that follows the
-    daily cycle (rejection sampling): sorted, they are a Poisson process with that rate, given `count`."""
+    daily cycle or the week (rejection sampling): sorted, they are a Poisson process with that rate,
+    given `count`."""
     found: list[float] = []
-    top = 1 + spec.daily_amplitude
+    week = spec.week
+    top = 1.0 if week is not None else 1 + spec.daily_amplitude
     while len(found) < count:
         at = rng.uniform(0.0, horizon)
-        phase = 2 * math.pi * (at / DAY_S - spec.peak_hour / 24)
-        if rng.random() * top <= 1 + spec.daily_amplitude * math.cos(phase):
+        if week is not None:
+            rate = week.rate(at)
+        else:
+            rate = 1 + spec.daily_amplitude * math.cos(2 * math.pi * (at / DAY_S - spec.peak_hour / 24))
+        if rng.random() * top <= rate:
             found.append(at)
     return found
 

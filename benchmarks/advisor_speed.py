@@ -1,0 +1,94 @@
+"""How long the advisor takes for a week of history: `python -m elastic_agent advise` on a generated
+100,000-job working week (office hours, quiet nights and weekends: workload.WeekShape), over its whole
+candidate set, with the wall time of every simulation.
+
+    python -m benchmarks.advisor_speed                     # the issue's yardstick: 100,000 jobs, a week
+    python -m benchmarks.advisor_speed --jobs 5000         # a minute or so
+
+The advisor runs the fast path (SimSettings(fast=True)); tests/test_fast_path.py shows it gives the full
+path's pods, waits and assignments. Other work on the machine's cores slows every run: the load average
+before and after is printed with the times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from elastic_agent.simulation.advisor import run_advisor
+from elastic_agent.simulation.workload import (
+    DEFAULT_ORIGIN,
+    WeekShape,
+    WorkloadSpec,
+    describe,
+    generate,
+    write_trace,
+)
+
+TARGET_JOBS = 100_000
+TARGET_S = 300.0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=TARGET_JOBS)
+    parser.add_argument("--days", type=float, default=7.0, help="the week's jobs spread over this many days")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--report", type=Path, help="also write the advisor's report here")
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.days <= 0:
+        parser.error("--jobs must be at least 1 and --days more than 0")
+    trace = generate(WorkloadSpec(jobs=args.jobs, days=args.days, week=WeekShape()), seed=args.seed)
+    command = "python -m benchmarks.advisor_speed " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(f"{describe(trace)}; {args.workers} worker(s)", flush=True)
+    runs: list[str] = []
+    report: list[str] = []
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "week.jsonl"
+        write_trace(trace, path, origin=DEFAULT_ORIGIN)
+        started = time.perf_counter()
+        status = run_advisor(
+            str(path), workers=args.workers, out=report.append, progress=_printing(runs), seed=args.seed
+        )
+        wall = time.perf_counter() - started
+    load_after = os.getloadavg()
+    if args.report is not None:
+        args.report.write_text("\n".join(report) + "\n", encoding="utf-8")
+    seconds = [float(line.rsplit(": ", 1)[1].removesuffix(" s")) for line in runs]
+    print(
+        "\n".join(
+            [
+                "",
+                f"Command: `{command.strip()}`",
+                f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}; load average "
+                f"{load_before[0]:.2f} before, {load_after[0]:.2f} after (1 minute).",
+                f"The advisor: {len(runs)} simulations of {args.jobs:,} jobs' profiles in {wall:.1f} s of "
+                f"wall time ({sum(seconds):.1f} s of simulation summed over the workers; the longest "
+                f"{max(seconds, default=0.0):.1f} s).",
+                f"Target: {TARGET_JOBS:,} jobs over the whole candidate set in at most {TARGET_S:g} s.",
+            ]
+        )
+    )
+    return status
+
+
+def _printing(runs: list[str]) -> Callable[[str], None]:
+    def progress(line: str) -> None:
+        runs.append(line)
+        print(line, flush=True)
+
+    return progress
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

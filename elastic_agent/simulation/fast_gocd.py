@@ -1,0 +1,127 @@
+"""The simulated GoCD server of the advisor's fast path: the same server as gocd_model.py, doing less work
+for the same outcome.
+
+`SimulatedGoCD` is kept whole; this subclass changes three things, each shown in
+tests/test_fast_path.py to leave every pod, wait and assignment of the standard trace as it was:
+
+- Requests travel as values. A transport with `send_value` (fast_plugin.py) gets each body as the
+  JSON-shaped dict the full path would encode (should-assign-work's job members built once per job), so
+  neither side writes or reads JSON text. A transport without it gets the encoded text, as before.
+- An idle agent's poll that would find no waiting job is not an event. In the full path such a poll asks
+  nothing and ends with the agent dormant (`_queue_poll`); here the agent is made dormant when its poll
+  reaches the head of the queue and nothing of its environments waits. Why that is the same: jobs start
+  waiting only in `_add_job`, which wakes every dormant agent of the job's environment at the first poll
+  time of its grid at or after the arrival. The arrival comes after the agent's previous poll (that poll
+  was handled at an earlier event), so the first grid time at or after it is the very poll that was
+  dropped, and the agent polls exactly when it would have. Without an arrival, the dropped poll would
+  have done nothing but make the agent dormant.
+- Scheduler ticks while no job waits are not events. Such a tick loops over no waiting job, so it sends
+  nothing and changes nothing but the time of the next tick. That time is caught up in `_add_job` before
+  the first job starts waiting, by the same additions the skipped ticks would have made, so every later
+  tick falls on the same float as in the full path.
+
+Both skips remove events that do nothing, which holds only while no other part needs an event to act
+(a write waiting for its backoff, a graceful deletion waiting for the store's tick). The driver says so
+with `allow_skipping` before each event (virtual_time.py); when it stops allowing, the polls dropped
+early are queued again, so from then on every event of the full path happens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from elastic_agent.clock import Clock
+from elastic_agent.simulation import gocd_transport as wire
+from elastic_agent.simulation.gocd_model import Agent, GoCDConfig, Job, SimulatedGoCD
+from elastic_agent.simulation.gocd_transport import PluginTransport
+
+SendValue = Callable[[str, dict[str, Any]], tuple[int, str]]
+
+
+class FastSimulatedGoCD(SimulatedGoCD):
+    def __init__(self, clock: Clock, transport: PluginTransport, config: GoCDConfig | None = None) -> None:
+        super().__init__(clock, transport, config)
+        # The transport's `send_value(request_name, body)`, when it has one.
+        self._send_value: SendValue | None = getattr(transport, "send_value", None)
+        self._skipping = False
+        self._dropped: dict[str, float] = {}  # agent id -> the poll dropped early, while skipping
+
+    def allow_skipping(self, allowed: bool) -> None:
+        """Whether events that change nothing may be skipped from now on (the module's docstring)."""
+        if allowed or not self._skipping:
+            self._skipping = allowed
+            return
+        self._skipping = False
+        now = self._clock.now()
+        with self._state_lock:
+            for agent_id, at in self._dropped.items():
+                agent = self._agents.get(agent_id)
+                if agent is None or not agent.dormant or agent.next_poll_at != at or at <= now:
+                    continue  # woken since (its poll is queued again), gone, or past
+                for environment in agent.environments or (None,):
+                    self._dormant_by_env.get(environment, set()).discard(agent_id)
+                agent.dormant = False
+                self._polls.push(at, agent_id)
+            self._dropped.clear()
+
+    def next_due_at(self) -> float:
+        with self._state_lock:
+            idle = self._skipping and not self._waiting
+            return min(
+                math.inf if idle else self._next_scheduler_at,
+                self._next_ping_at,
+                self._polls.first(),
+                self._completions.first(),
+                self._silences.first(),
+            )
+
+    def _add_job(self, job: Job) -> None:
+        if not self._waiting:
+            # The ticks skipped while nothing waited: those before now would have been events of their
+            # own (each at its own time); one at now is due now, with this job waiting, as in the full
+            # path.
+            now = self._clock.now()
+            while self._next_scheduler_at < now:
+                self._next_scheduler_at += self.config.scheduler_interval_s
+        super()._add_job(job)
+
+    def _poll_is_current(self, at: float, agent_id: str) -> bool:
+        if not super()._poll_is_current(at, agent_id):
+            return False
+        if not self._skipping:
+            return True
+        agent = self._agents[agent_id]
+        environments = agent.environments or (None,)
+        if any(self._waiting_by_env.get(environment) for environment in environments):
+            return True
+        # The poll would ask nothing and make the agent dormant: do that now (module docstring).
+        agent.dormant = True
+        for environment in environments:
+            self._dormant_by_env.setdefault(environment, set()).add(agent_id)
+        if len(self._dropped) > 4 * len(self._agents) + 1024:  # forget polls long past
+            now = self._clock.now()
+            self._dropped = {key: when for key, when in self._dropped.items() if when > now}
+        self._dropped[agent_id] = at
+        return False
+
+    def _agent_status(self, agent: Agent) -> Any:
+        if self._send_value is None:
+            return super()._agent_status(agent)
+        return agent.status()
+
+    def _should_assign_body(self, status: Any, job: Job) -> dict[str, Any] | str:
+        if isinstance(status, str):
+            return super()._should_assign_body(status, job)
+        members: dict[str, Any] | None = self._encoded_jobs.get(job.job_id)
+        if members is None:
+            members = wire.should_assign_work_body({}, job.environment, *job.profiles(), job.identifier())
+            del members["agent"]
+            self._encoded_jobs[job.job_id] = members
+        return {"agent": status, **members}
+
+    def _send(self, request_name: str, body: dict[str, Any] | str) -> tuple[int, str]:
+        if self._send_value is not None and isinstance(body, dict):
+            return self._send_value(request_name, body)
+        return super()._send(request_name, body)
