@@ -27,9 +27,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 from elastic_agent import PLUGIN_ID
 from elastic_agent.gocd.rest_api import (
@@ -39,6 +37,7 @@ from elastic_agent.gocd.rest_api import (
     GoCDRestClient,
     Property,
 )
+from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
 from profiles.fields import CLUSTER_FIELDS, ELASTIC_FIELDS, Field
 from profiles.validation import validate_cluster_profile, validate_elastic_profile
 
@@ -58,24 +57,9 @@ DESCRIPTION = (
 EPILOG = "Exit status: 0 done, 1 some profiles were not migrated, 2 a usage or connection error."
 
 
-class UsageError(Exception):
-    """A wrong option or an unreadable token file: the message is the one line printed."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's options (kept with the command; cli.py only wires it in)."""
-    parser.add_argument(
-        "--server",
-        required=True,
-        metavar="URL",
-        help="the GoCD server's URL, e.g. https://gocd.example.com/go",
-    )
-    parser.add_argument(
-        "--token-file",
-        required=True,
-        metavar="F",
-        help="file holding a personal access token of a GoCD system administrator",
-    )
+    add_server_arguments(parser, "file holding a personal access token of a GoCD system administrator")
     parser.add_argument("--dry-run", action="store_true", help="print what would be created; send nothing")
     parser.add_argument(
         "--reuse", action="store_true", help="set Reuse=true on every migrated elastic profile"
@@ -94,9 +78,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        server = _server_url(args.server)
+        server = server_url(args.server)
         suffix = _suffix(args.suffix)
-        token = _read_token(args.token_file)
+        token = read_token(args.token_file)
     except UsageError as error:
         print(f"error: {error}", file=err)
         return 2
@@ -109,23 +93,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 # --- the options -------------------------------------------------------------------------------------
 
 
-def _server_url(text: str) -> str:
-    try:
-        parts = urlsplit(text.strip())
-        _ = parts.port  # raises ValueError on a bad port
-    except ValueError:
-        raise UsageError("--server is not a valid URL: give the GoCD server's URL, ending in /go") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError("--server must be an http:// or https:// URL, e.g. https://gocd.example.com/go")
-    if parts.username is not None or parts.password is not None:
-        raise UsageError("--server must not carry a user name or password: the token comes from --token-file")
-    if parts.query or parts.fragment:
-        raise UsageError(
-            "--server must be the server's URL alone, without ? or #, e.g. https://gocd.example.com/go"
-        )
-    return text.strip().rstrip("/")
-
-
 def _suffix(text: str) -> str:
     if not _SUFFIX.fullmatch(text):
         raise UsageError(
@@ -133,21 +100,6 @@ def _suffix(text: str) -> str:
             f"and not empty; the default is {DEFAULT_SUFFIX}"
         )
     return text
-
-
-def _read_token(path_text: str) -> str:
-    path = Path(path_text)
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as error:
-        raise UsageError(f"cannot read the token file {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"the token file {path} is not text") from None
-    if not token:
-        raise UsageError(f"the token file {path} is empty")
-    if any(c.isspace() for c in token):
-        raise UsageError(f"the token file {path} must hold the token alone, on one line")
-    return token
 
 
 # --- the plan ----------------------------------------------------------------------------------------

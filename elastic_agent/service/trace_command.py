@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.gocd.history import REASONS, History, JobRun, read_history
 from elastic_agent.gocd.rest_api import GoCDApiError, GoCDRestClient
-from elastic_agent.service.migrate import UsageError, _read_token, _server_url
+from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
 from elastic_agent.simulation.measures import percentile
 from profiles.quantities import parse_duration
 
@@ -48,17 +48,9 @@ EPILOG = "Exit status: 0 the trace is written, 2 a usage or connection error."
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's options (kept with the command; cli.py only wires it in)."""
-    parser.add_argument(
-        "--server",
-        required=True,
-        metavar="URL",
-        help="the GoCD server's URL, e.g. https://gocd.example.com/go",
-    )
-    parser.add_argument(
-        "--token-file",
-        required=True,
-        metavar="F",
-        help="file holding a personal access token of a GoCD system administrator (pipeline configs and "
+    add_server_arguments(
+        parser,
+        "file holding a personal access token of a GoCD system administrator (pipeline configs and "
         "environments are admin APIs)",
     )
     parser.add_argument(
@@ -88,10 +80,10 @@ def run(
     err = err or sys.stderr
     now = datetime.fromtimestamp((clock or SystemClock()).now(), UTC)
     try:
-        server = _server_url(args.server)
+        server = server_url(args.server)
         since = parse_since(args.since, now)
         output = _output_path(args.output)
-        token = _read_token(args.token_file)
+        token = read_token(args.token_file)
     except UsageError as error:
         print(f"error: {error}", file=err)
         return 2
