@@ -213,8 +213,7 @@ class ScheduleRow:
     values: str
     changes: str
     wanted: int
-    ready: int
-    waiting: int
+    ready: int  # idle or booting pods beyond the waiting jobs: what MinIdlePods counts
     keys: int
 
 
@@ -245,7 +244,7 @@ def schedule_rows(pool: ClusterPool, clock: Clock) -> list[ScheduleRow]:
             profile=f"{label_form(fingerprint)} ({spec.environment or 'no environment'})",
             in_force=entry.describe() if entry is not None else "no period: the plain values",
             values=_knob_text(knobs.min_idle_pods, knobs.idle_timeout, knobs.max_jobs_per_pod),
-            changes=changes, wanted=knobs.min_idle_pods, ready=ready, waiting=waiting, keys=keys,
+            changes=changes, wanted=knobs.min_idle_pods, ready=ready - waiting, keys=keys,
         ))  # fmt: skip
     return rows
 

@@ -178,7 +178,7 @@ class ClusterPool:
         return done
 
     def serve_waiting_jobs(self) -> list[str]:
-        return self._background(warm.for_waiting_jobs)
+        return self._background(lambda state, _now: warm.for_waiting_jobs(state))
 
     def top_up_warm_pool(self) -> list[str]:
         return self._background(warm.warm_pool)

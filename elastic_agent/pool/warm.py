@@ -12,11 +12,10 @@ from elastic_agent.pool.intents import Create, Intent, Plan, Reserve
 from elastic_agent.pool.state import PoolState
 
 
-def for_waiting_jobs(state: PoolState, now: float) -> Plan:
+def for_waiting_jobs(state: PoolState) -> Plan:
     """Pods while a fingerprint's waiting jobs outnumber its booting and idle pods, with those jobs'
     unused keys (newest first: it lives longest), so that no job waits for GoCD's two-minute re-send
     because a pod it counted on went away."""
-    del now  # the same signature as warm_pool's: what waits now is in the state
     view = state.indexed()
     room = state.room(view)
     intents: list[Intent] = []
