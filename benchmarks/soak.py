@@ -150,7 +150,9 @@ def latency_window(latencies: Sequence[float]) -> dict[str, float]:
     }
 
 
-def soak(minutes: float, rate: float, speed: float, interval_s: float, seed: int) -> dict[str, Any]:
+def soak(
+    minutes: float, rate: float, speed: float, interval_s: float, seed: int, heap_trim_every_s: float = 60.0
+) -> dict[str, Any]:
     binaries = build()
     run_s = minutes * 60
     with tempfile.TemporaryDirectory(prefix="soak-") as work, ControlPlane.start(binaries, Path(work)) as plane:  # noqa: E501
@@ -167,6 +169,7 @@ def soak(minutes: float, rate: float, speed: float, interval_s: float, seed: int
         kubelet = SimulatedKubelet(cluster.pod_host, clock, gocd, boot_delay=BOOT_S)
         kubelet.start()
         backend = BackendProcess(
+            args=["--heap-trim-every", str(heap_trim_every_s)],
             env={"GOCD_ELASTIC_AGENT_TOKEN": TOKEN, "GOCD_ELASTIC_AGENT_CALLBACK_URL": callback_url}
         )
         transport.switch(HttpPluginTransport(backend.url, TOKEN, callback_url))
@@ -210,7 +213,7 @@ def soak(minutes: float, rate: float, speed: float, interval_s: float, seed: int
             result = {
                 "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
                 "minutes": minutes, "rate_jobs_per_s": rate, "speed": speed, "interval_s": interval_s,
-                "seed": seed, "warmup_s": soak_rules.warmup_s(run_s),
+                "seed": seed, "heap_trim_every_s": heap_trim_every_s, "warmup_s": soak_rules.warmup_s(run_s),
                 "jobs_scheduled": load.scheduled, "jobs_completed": gocd.stats.job_completions_sent,
                 "jobs_unfinished_at_end": len(unfinished), "pods_created": len(created),
                 "assignments": gocd.stats.assignments, "should_assign_asked": gocd.stats.should_assign_asked,
@@ -295,8 +298,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"JSON written here (default {RESULTS})")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every series is flat")
+    parser.add_argument(
+        "--heap-trim-every", type=float, default=60.0, metavar="SECONDS",
+        help="the backend's --heap-trim-every (default 60; 0 shows the growth without it)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    result = soak(args.minutes, args.rate, args.speed, args.interval, args.seed)
+    result = soak(args.minutes, args.rate, args.speed, args.interval, args.seed, args.heap_trim_every)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=1) + "\n")
     print(table(result))

@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until
+from tests.stack_helpers import pod, pod_names, reuse_profile, schedule, state
 
-
-def reuse_profile(stack: Stack, **overrides: str) -> dict[str, str]:
-    return stack.elastic_profile(Reuse="true", **overrides)
-
-
-def schedule(
-    stack: Stack,
-    profile: dict[str, str],
-    *,
-    cluster: dict[str, str] | None = None,
-    environment: str | None = None,
-    pipeline: str = "build",
-    duration: float = 20.0,
-    name: str = "compile",
-) -> Job:
-    return stack.gocd.schedule_job(
-        pipeline, "stage", name, profile, cluster or stack.cluster_profile(), environment, duration
-    )
+__all__ = [  # the shared helpers are imported from here too
+    "assigned",
+    "completed",
+    "pod",
+    "pod_names",
+    "reuse_profile",
+    "run_to_idle",
+    "schedule",
+    "state",
+    "wait_state",
+]
 
 
 def completed(stack: Stack, job: Job, timeout_s: float = 20.0) -> Job:
@@ -39,15 +30,6 @@ def assigned(stack: Stack, job: Job, timeout_s: float = 20.0) -> Job:
     return stack.gocd.job(job.job_id)
 
 
-def pod(stack: Stack, name: str) -> dict[str, Any] | None:
-    return next((p for p in stack.pods() if p["metadata"]["name"] == name), None)
-
-
-def state(stack: Stack, name: str) -> str | None:
-    found = pod(stack, name)
-    return found["metadata"]["annotations"].get(labels.ANN_STATE) if found else None
-
-
 def wait_state(stack: Stack, name: str, wanted: str, timeout_s: float = 10.0) -> None:
     wait_until(lambda: state(stack, name) == wanted, timeout_s, f"pod {name} to be {wanted}")
 
@@ -58,7 +40,3 @@ def run_to_idle(stack: Stack, job: Job) -> str:
     assert done.agent_id is not None
     wait_state(stack, done.agent_id, "idle")
     return done.agent_id
-
-
-def pod_names(stack: Stack) -> set[str]:
-    return {p["metadata"]["name"] for p in stack.pods()}

@@ -96,3 +96,8 @@ def test_the_service_starts_answers_healthz_and_stops_on_sigterm(tmp_path: Path)
         process.terminate()
         assert process.wait(timeout=10) == 0
     assert "file-token" not in (process.stderr.read() if process.stderr else "")
+
+
+def test_a_negative_heap_trim_interval_is_one_clear_line() -> None:
+    line = one_clear_line(serve("--heap-trim-every", "-5", token="t"))
+    assert "--heap-trim-every must be 0 (never) or a number of seconds" in line

@@ -4,28 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
+from tests.stack_helpers import annotation, pod, pod_names, reuse_profile, schedule, state
 
-
-def reuse_profile(stack: VirtualStack, **overrides: str) -> dict[str, str]:
-    return stack.elastic_profile(Reuse="true", **overrides)
-
-
-def schedule(
-    stack: VirtualStack,
-    profile: dict[str, str],
-    *,
-    cluster: dict[str, str] | None = None,
-    environment: str | None = None,
-    pipeline: str = "build",
-    duration: float = 20.0,
-    name: str = "compile",
-) -> Job:
-    return stack.gocd.schedule_job(
-        pipeline, "stage", name, profile, cluster or stack.cluster_profile(), environment, duration
-    )
+__all__ = [  # the shared helpers are imported from here too
+    "annotation",
+    "assigned",
+    "completed",
+    "pod",
+    "pod_names",
+    "reuse_profile",
+    "run_to_idle",
+    "schedule",
+    "state",
+    "virtual_stack",
+    "wait_state",
+]
 
 
 def completed(stack: VirtualStack, job: Job, within_s: float = 600.0) -> Job:
@@ -38,29 +33,12 @@ def assigned(stack: VirtualStack, job: Job, within_s: float = 600.0) -> Job:
     return stack.gocd.job(job.job_id)
 
 
-def pod(stack: VirtualStack, name: str) -> dict[str, Any] | None:
-    return next((p for p in stack.pods() if p["metadata"]["name"] == name), None)
-
-
-def annotation(stack: VirtualStack, name: str, key: str) -> str | None:
-    found = pod(stack, name)
-    return found["metadata"]["annotations"].get(key) if found else None
-
-
-def state(stack: VirtualStack, name: str) -> str | None:
-    return annotation(stack, name, labels.ANN_STATE)
-
-
 def run_to_idle(stack: VirtualStack, job: Job) -> str:
     """Run a job to completion and return its pod, once that pod is idle on the cluster."""
     done = completed(stack, job)
     assert done.agent_id is not None
     stack.run_until(lambda: state(stack, done.agent_id or "") == "idle", 60, f"pod {done.agent_id} idle")
     return done.agent_id
-
-
-def pod_names(stack: VirtualStack) -> set[str]:
-    return {p["metadata"]["name"] for p in stack.pods()}
 
 
 def virtual_stack(boot_delay: float = 5.0, **gocd: Any) -> VirtualStack:

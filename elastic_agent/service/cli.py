@@ -29,6 +29,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--token-file", help="file holding the shared token (else GOCD_ELASTIC_AGENT_TOKEN)")
     serve.add_argument("--callback-url", help="default callback URL of the bridge (the header wins)")
     serve.add_argument("--threads", type=int, default=16, help="worker threads (default 16)")
+    serve.add_argument(
+        "--heap-trim-every",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="give freed memory back to the OS this often (glibc's malloc_trim; 0: never; default 60)",
+    )
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     demo = commands.add_parser("demo", help="run the backend against a simulated GoCD server and cluster")
     demo.add_argument("--jobs", type=int, default=60, help="jobs to run (default 60)")
@@ -231,7 +238,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = load_config(args.bind, args.token_file, args.callback_url, args.threads)
+        config = load_config(
+            args.bind, args.token_file, args.callback_url, args.threads, args.heap_trim_every
+        )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -239,7 +248,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     backend = build_backend(config.token, config.callback_url)
     try:
-        running = serve_in_background(backend, config.token, config.host, config.port, config.threads)
+        running = serve_in_background(
+            backend, config.token, config.host, config.port, config.threads, config.heap_trim_every_s
+        )
     except OSError as error:
         print(f"error: cannot listen on {config.host}:{config.port}: {error.strerror}", file=sys.stderr)
         return 2

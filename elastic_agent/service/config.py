@@ -26,6 +26,7 @@ class ServiceConfig:
     token: SharedToken
     callback_url: str | None
     threads: int = 16
+    heap_trim_every_s: float = 60.0
 
     def __repr__(self) -> str:  # the token never appears in a log line
         return f"ServiceConfig(host={self.host!r}, port={self.port}, callback_url={self.callback_url!r})"
@@ -61,7 +62,9 @@ def load_token(token_file: str | None, environ: dict[str, str] | None = None) ->
     return FixedToken(token)
 
 
-def load_config(bind: str, token_file: str | None, callback_url: str | None, threads: int) -> ServiceConfig:
+def load_config(
+    bind: str, token_file: str | None, callback_url: str | None, threads: int, heap_trim_every_s: float = 60.0
+) -> ServiceConfig:
     host, port = parse_bind(bind)
     token = load_token(token_file)
     callback = callback_url or os.environ.get(CALLBACK_VARIABLE) or None
@@ -69,4 +72,8 @@ def load_config(bind: str, token_file: str | None, callback_url: str | None, thr
         raise ConfigError(f"the callback URL must start with http:// or https://, not '{callback}'")
     if threads < 1:
         raise ConfigError("--threads must be at least 1")
-    return ServiceConfig(host=host, port=port, token=token, callback_url=callback, threads=threads)
+    if not heap_trim_every_s >= 0:  # NaN too
+        raise ConfigError(
+            f"--heap-trim-every must be 0 (never) or a number of seconds, not {heap_trim_every_s}"
+        )
+    return ServiceConfig(host, port, token, callback, threads, heap_trim_every_s)

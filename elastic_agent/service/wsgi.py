@@ -34,6 +34,7 @@ from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.remote_file import RemoteFileFetcher
 from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, create_app, too_large
+from elastic_agent.service.heap_trim import DEFAULT_EVERY_S, HeapTrimmer, start_heap_trimmer
 from elastic_agent.service.metrics import Metrics
 from elastic_agent.service.period_timer import PeriodTimer
 from profiles.cluster import ClusterProfile
@@ -197,6 +198,7 @@ class RunningService:
     url: str
     server: WsgiServer
     stopping: threading.Event
+    heap_trimmer: HeapTrimmer | None = None
 
     def stop(self, within_s: float = STOP_WITHIN_S) -> None:
         self.stopping.set()
@@ -207,11 +209,17 @@ class RunningService:
 
 
 def serve_in_background(
-    backend: Backend, token: str | SharedToken, host: str = "127.0.0.1", port: int = 0, threads: int = 16
+    backend: Backend,
+    token: str | SharedToken,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    threads: int = 16,
+    heap_trim_every_s: float = DEFAULT_EVERY_S,
 ) -> RunningService:
     stopping = threading.Event()
     app = create_app(backend, token, Metrics(), stopping=stopping)
     server = WsgiServer(app, host, port, threads)
     server.start()
     PeriodTimer(backend, stopping).start()
-    return RunningService(app, backend, f"http://{host}:{server.port}", server, stopping)
+    trimmer = start_heap_trimmer(backend.clock, stopping, heap_trim_every_s)
+    return RunningService(app, backend, f"http://{host}:{server.port}", server, stopping, trimmer)

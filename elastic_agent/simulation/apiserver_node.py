@@ -10,7 +10,9 @@ stopped, deletes a terminating pod with grace 0 once its grace period (capped by
 has passed, as the kubelet does after stopping the containers. Pod logs cannot be written: the real
 API server proxies `pods/log` to the node's kubelet, which does not exist.
 
-It works with admin credentials, separate from the backend's (whose RBAC the tests check).
+It works with admin credentials, separate from the backend's (whose RBAC the tests check). Its clock is
+the real API server's: event times and grace periods are wall-clock time there, so the default is the
+system clock, injected like every other clock.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +28,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.simulation.fake_kube_objects import pod_event
 from elastic_agent.simulation.fake_kube_store import Obj
 
@@ -50,7 +52,9 @@ class ApiServerNode:
         *,
         nodes: tuple[str, ...] = ("standin-node-1",),
         finish_after_s: float = 1.0,
+        clock: Clock | None = None,
     ) -> None:
+        self.clock = clock or SystemClock()
         self.namespace = namespace
         self.nodes = list(nodes)
         self.finish_after_s = finish_after_s
@@ -127,7 +131,7 @@ class ApiServerNode:
             raise
 
     def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None:
-        now = _rfc3339(time.time())
+        now = _rfc3339(self.clock.now())
         event = pod_event(ns, pod_name, reason, message, type_, now, {"generateName": f"{pod_name}."})
         event["source"]["host"] = self.nodes[0]
         try:
@@ -140,7 +144,7 @@ class ApiServerNode:
 
     def tick(self) -> None:
         """Finish the graceful deletions that are due, as the kubelet does once the containers stopped."""
-        now = time.time()
+        now = self.clock.now()
         with self._lock:
             due = [(key, uid) for key, (uid, at) in self._terminating.items() if at <= now]
             for key, _ in due:
@@ -206,7 +210,8 @@ class ApiServerNode:
                 self._terminating.pop(key, None)
             elif meta.get("deletionTimestamp") and key not in self._terminating:
                 grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-                self._terminating[key] = (meta.get("uid", ""), time.time() + min(grace, self.finish_after_s))
+                due = self.clock.now() + min(grace, self.finish_after_s)
+                self._terminating[key] = (meta.get("uid", ""), due)
         for listener in listeners:
             listener(kind, pod)
 
