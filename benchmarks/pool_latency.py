@@ -69,6 +69,9 @@ class StaticCluster:
 
     def add_listener(self, listener: Any) -> None: ...
 
+    def retained(self) -> dict[str, int]:
+        return {}
+
 
 class SilentGoCD:
     def list_agents(self) -> list[Agent]:

@@ -123,6 +123,8 @@ class Backend:
             sizes["pools"] += 1
             sizes["pods_watched"] += len(pool.port.pods())
             sizes["records"] += len(pool.records())
+            for name, count in pool.port.retained().items():
+                sizes[name] = sizes.get(name, 0) + count
             for name, count in pool.state.sizes().items():
                 sizes[name] = sizes.get(name, 0) + count
         sizes["job_specs"] = len(self.job_specs)

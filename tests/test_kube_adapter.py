@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from elastic_agent.clock import SystemClock
-from elastic_agent.kube.adapter import KubeCluster
+from elastic_agent.clock import ManualClock, SystemClock
+from elastic_agent.kube.adapter import TOMBSTONE_TTL_S, KubeCluster
 from elastic_agent.kube.connect import ConnectError, connect, pem_from_profile
 from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound, PodView
 from elastic_agent.simulation.fake_kube import FakeKubeServer
@@ -276,3 +276,27 @@ def test_with_the_simulated_kubelet(fake_kube: FakeKubeServer, cluster: KubeClus
         assert wait_for(lambda: (p := cluster.get("booting")) is not None and p.reason == "Evicted")
     finally:
         kubelet.stop()
+
+
+def test_tombstones_of_deleted_pods_expire_after_ten_minutes_of_the_clock(fake_kube: FakeKubeServer) -> None:
+    clock = ManualClock()
+    adapter = KubeCluster.connect(NS, OURS, clock, url=fake_kube.url, token=fake_kube.api.token,
+                                  watch_timeout=1, request_timeout=2.0)  # fmt: skip
+    adapter.start()
+    try:
+        assert adapter.wait_synced(5)
+        for name in ("first", "second"):
+            adapter.create_pod(pod_manifest(name, {}))
+            adapter.delete_pod(name)
+        assert adapter.retained() == {"tombstones": 2}
+        clock.advance(TOMBSTONE_TTL_S - 1)
+        adapter.create_pod(pod_manifest("third", {}))
+        adapter.delete_pod("third")
+        assert adapter.retained() == {"tombstones": 3}  # not yet ten minutes
+        clock.advance(2)
+        adapter.create_pod(pod_manifest("fourth", {}))
+        adapter.delete_pod("fourth")
+        assert adapter.retained() == {"tombstones": 2}  # first and second are gone, third and fourth kept
+        assert adapter.get("third") is None and adapter.get("fourth") is None
+    finally:
+        adapter.stop()

@@ -123,13 +123,17 @@ _AGENT_STATE_KEYS = ("agent_state", "build_state", "config_state")
 _clusters: DigestCache[ClusterProfile] = DigestCache(128)
 
 
-def cluster_profile(props: Mapping[str, str]) -> ClusterProfile:
-    """The parsed cluster profile (raises ProfileError). Parsing validates URLs, durations and
-    certificates, and every request carries a profile, so identical properties are parsed once. Keyed in
-    arrival order, unsorted: GoCD sends a profile's properties in the same order each time, and another
-    order only costs one more parse."""
-    key = parts_digest(list(chain.from_iterable(props.items())))
-    return _clusters.get(key, lambda: ClusterProfile.from_properties(dict(props)))
+def properties_key(props: Mapping[str, str]) -> bytes:
+    """A digest of a properties map, in arrival order, unsorted: GoCD sends a profile's properties in the
+    same order each time, and another order only costs one more cache entry."""
+    return parts_digest(list(chain.from_iterable(props.items())))
+
+
+def cluster_profile(props: Mapping[str, str], key: bytes | None = None) -> ClusterProfile:
+    """The parsed cluster profile (raises ProfileError); `key` is `properties_key(props)` when known.
+    Parsing validates URLs, durations and certificates, and every request carries a profile, so identical
+    properties are parsed once."""
+    return _clusters.get(key or properties_key(props), lambda: ClusterProfile.from_properties(dict(props)))
 
 
 def spec_key(elastic: Mapping[str, str], environment: str | None, pipeline: str) -> bytes:
@@ -194,10 +198,21 @@ class ShouldAssignWorkRequest(_WithCluster):
     # Derived once, when the body is first parsed: every repeat of the body is answered by this object,
     # and a plain attribute costs the hot path least.
     spec_key: bytes = field(init=False, repr=False, compare=False)
+    cluster_key: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        key = spec_key(self.elastic_profile, self.environment, self.job.pipeline_name)
-        object.__setattr__(self, "spec_key", key)
+        # The profile maps become equal ones shared with earlier requests (see _shared_properties).
+        assign = object.__setattr__
+        cluster_key = properties_key(self.cluster_profile)
+        assign(self, "cluster_key", cluster_key)
+        assign(self, "cluster_profile", _shared_properties.get(cluster_key, lambda: self.cluster_profile))
+        elastic = self.elastic_profile
+        assign(self, "elastic_profile", _shared_properties.get(properties_key(elastic), lambda: elastic))
+        assign(self, "spec_key", spec_key(self.elastic_profile, self.environment, self.job.pipeline_name))
+
+    @property
+    def cluster(self) -> ClusterProfile:
+        return _memo(self, "cluster", lambda: cluster_profile(self.cluster_profile, self.cluster_key))
 
     @classmethod
     def parse(cls, text: str) -> ShouldAssignWorkRequest:
@@ -249,17 +264,28 @@ class ShouldAssignWorkRequest(_WithCluster):
 
 
 _should_assign_work: DigestCache[ShouldAssignWorkRequest] = DigestCache(4096)
+# The profile maps of cached should-assign-work requests: a few distinct maps, asked about in thousands of
+# bodies. Without sharing, each of the 4,096 cached requests kept its own copy (3 KiB of dicts and
+# strings, a cluster profile's CA certificate among them: about 13 MiB in the soak), allocated among the
+# request's short-lived garbage, so long-lived blocks ended up scattered over the C allocator's heaps.
+# Keyed by digest like every cache here; the maps are never changed.
+_shared_properties: DigestCache[Properties] = DigestCache(256)
 
 
 def cache_sizes() -> dict[str, int]:
     """Entries in the process-wide parse caches (/metrics shows them, the soak watches them)."""
-    return {"parsed_cluster_profiles": len(_clusters), "parsed_should_assign_work": len(_should_assign_work)}
+    return {
+        "parsed_cluster_profiles": len(_clusters),
+        "parsed_should_assign_work": len(_should_assign_work),
+        "shared_profile_properties": len(_shared_properties),
+    }
 
 
 def cache_capacities() -> dict[str, int]:
     return {
         "parsed_cluster_profiles": _clusters.capacity,
         "parsed_should_assign_work": _should_assign_work.capacity,
+        "shared_profile_properties": _shared_properties.capacity,
     }
 
 

@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 MAX_TOMBSTONES = 4096
+# How long a deleted pod's tombstone is kept, in clock seconds. The stragglers it guards against (a write's
+# response or a watch event older than the deletion) are seconds old at most; kept by count alone, the
+# tombstones of a busy cluster filled to MAX_TOMBSTONES over the first hour and stayed there (the soak).
+TOMBSTONE_TTL_S = 600.0
 
 
 def _rv(value: str | None) -> int | None:
@@ -125,7 +129,7 @@ class KubeCluster:
         self._cache: dict[str, PodView] = {}
         # name → resourceVersion at which we saw the pod deleted, so that a late write response or event
         # of an older version cannot bring it back. Bounded: such stragglers are seconds old at most.
-        self._tombstones: OrderedDict[str, int] = OrderedDict()
+        self._tombstones: OrderedDict[str, tuple[int, float]] = OrderedDict()  # -> (version, buried at)
         self._listeners: list[PodListener] = []
         self._synced = threading.Event()
         self._stopped = threading.Event()
@@ -333,7 +337,7 @@ class KubeCluster:
         if new is not None and old is not None and (new < old or (new == old and kind != "DELETED")):
             return None  # an older (or the same) version than we hold: never roll back
         tomb = self._tombstones.get(name)
-        if kind != "DELETED" and new is not None and tomb is not None and new <= tomb:
+        if kind != "DELETED" and new is not None and tomb is not None and new <= tomb[0]:
             return None  # an event from before we saw the pod deleted
         if kind == "DELETED":
             if current is None:
@@ -363,10 +367,20 @@ class KubeCluster:
                     log.exception("a pod listener failed on %s %s", kind, view.name)
 
     def _bury(self, name: str, version: int) -> None:
-        self._tombstones[name] = version
-        self._tombstones.move_to_end(name)
-        while len(self._tombstones) > MAX_TOMBSTONES:
-            self._tombstones.popitem(last=False)
+        now = self.clock.now()
+        tombstones = self._tombstones
+        tombstones[name] = (version, now)
+        tombstones.move_to_end(name)
+        # Oldest first (a re-burial moves to the end), so expiry looks at the front only.
+        while tombstones and (
+            len(tombstones) > MAX_TOMBSTONES or next(iter(tombstones.values()))[1] < now - TOMBSTONE_TTL_S
+        ):
+            tombstones.popitem(last=False)
+
+    def retained(self) -> dict[str, int]:
+        """What the port keeps besides the pods themselves, for /metrics and the soak."""
+        with self._lock:
+            return {"tombstones": len(self._tombstones)}
 
     # -- list + watch --------------------------------------------------------------------------------
 

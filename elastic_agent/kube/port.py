@@ -124,3 +124,6 @@ class ClusterPort(Protocol):
     def add_listener(self, listener: PodListener) -> None:
         """`listener(kind, pod)` is called after every change of the cache (ADDED, MODIFIED, DELETED),
         also for the port's own writes before they return; the pool's record index relies on it."""
+
+    def retained(self) -> Mapping[str, int]:
+        """Entries of what the port keeps besides the pods (for /metrics): each must stay bounded."""

@@ -240,6 +240,9 @@ class InProcessCluster:
     def add_listener(self, listener: PodListener) -> None:
         self._listeners.append(listener)
 
+    def retained(self) -> dict[str, int]:
+        return {}  # the store is the simulator's, and keeps no tombstones of its own
+
     # -- reads (cache only) --------------------------------------------------------------------------
 
     def pods(self) -> list[PodView]:
