@@ -72,6 +72,9 @@ class StaticCluster:
     def retained(self) -> dict[str, int]:
         return {}
 
+    def retained_limits(self) -> dict[str, int]:
+        return {}
+
 
 class SilentGoCD:
     def list_agents(self) -> list[Agent]:

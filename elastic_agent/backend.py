@@ -137,6 +137,9 @@ class Backend:
         """The structures of `sizes` that have a fixed capacity, and that capacity (the rest are bounded by
         what they track: pods, waiting jobs, fingerprints)."""
         limits = {"job_specs": JobSpecs.MAX_ENTRIES, "banked_keys": self.keys.capacity}
+        for pool in self.pools():  # summed like the entries: each pool's port has its own
+            for name, capacity in pool.port.retained_limits().items():
+                limits[name] = limits.get(name, 0) + capacity
         if isinstance(self.narrator, ThreadedNarrator):
             limits["console_lines_queued"] = ThreadedNarrator.CAPACITY
         return {**limits, **cache_capacities()}

@@ -45,5 +45,5 @@ def test_metrics_show_the_entries_each_structure_retains_and_the_fixed_capacitie
     assert entries["shared_profile_properties"] >= 2
     limits = gauges(stack, "gocd_elastic_agent_retained_entries_limit")
     assert limits["parsed_should_assign_work"] == 4096 and limits["job_specs"] == 512
-    assert limits["shared_profile_properties"] == 256
+    assert limits["shared_profile_properties"] == 256 and limits["tombstones"] == 4096
     assert set(limits) < set(entries)

@@ -382,6 +382,9 @@ class KubeCluster:
         with self._lock:
             return {"tombstones": len(self._tombstones)}
 
+    def retained_limits(self) -> dict[str, int]:
+        return {"tombstones": MAX_TOMBSTONES}
+
     # -- list + watch --------------------------------------------------------------------------------
 
     def _run(self) -> None:

@@ -127,3 +127,6 @@ class ClusterPort(Protocol):
 
     def retained(self) -> Mapping[str, int]:
         """Entries of what the port keeps besides the pods (for /metrics): each must stay bounded."""
+
+    def retained_limits(self) -> Mapping[str, int]:
+        """The fixed capacity of each structure in `retained`."""

@@ -243,6 +243,9 @@ class InProcessCluster:
     def retained(self) -> dict[str, int]:
         return {}  # the store is the simulator's, and keeps no tombstones of its own
 
+    def retained_limits(self) -> dict[str, int]:
+        return {}
+
     # -- reads (cache only) --------------------------------------------------------------------------
 
     def pods(self) -> list[PodView]:
