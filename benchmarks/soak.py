@@ -156,7 +156,9 @@ def soak(
     binaries = build()
     run_s = minutes * 60
     with tempfile.TemporaryDirectory(prefix="soak-") as work, ControlPlane.start(binaries, Path(work)) as plane:  # noqa: E501
-        cluster = RealCluster(plane)
+        # The backend's ServiceAccount token must outlive the run: a bound token's default hour ended the
+        # first 65-minute run in 401s.
+        cluster = RealCluster(plane, token_duration_s=int(run_s) + 3600)
         clock = ScaledClock(speed)
         transport = SwitchableTransport()
         # Registration keys expire on GoCD's (scaled) clock, the backend banks them on real time for 25
