@@ -5,19 +5,7 @@ from __future__ import annotations
 from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until
-from tests.stack_helpers import pod, pod_names, reuse_profile, schedule, state
-
-__all__ = [  # the shared helpers are imported from here too
-    "assigned",
-    "completed",
-    "pod",
-    "pod_names",
-    "reuse_profile",
-    "run_to_idle",
-    "schedule",
-    "state",
-    "wait_state",
-]
+from tests.stack_helpers import state
 
 
 def completed(stack: Stack, job: Job, timeout_s: float = 20.0) -> Job:

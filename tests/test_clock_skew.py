@@ -11,7 +11,8 @@ import pytest
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import PodFault
-from tests.virtual_helpers import completed, pod_names, reuse_profile, schedule
+from tests.stack_helpers import pod_names, reuse_profile, schedule
+from tests.virtual_helpers import completed
 
 HOUR = 3600.0
 

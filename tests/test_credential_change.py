@@ -11,7 +11,8 @@ from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode, server_ping_body
 from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until
-from tests.reuse_helpers import assigned, pod, reuse_profile, run_to_idle, schedule
+from tests.reuse_helpers import assigned, run_to_idle
+from tests.stack_helpers import pod, reuse_profile, schedule
 
 
 def test_state_not_yet_written_when_the_credentials_change_reaches_the_pod_afterwards(

@@ -32,7 +32,8 @@ from tests.control_plane import Binaries, ControlPlane
 from tests.fault_cases import CASES, WatchGone
 from tests.fault_churn import CaseResult, Churn, run_case
 from tests.real_kube_fixtures import compacting_kube, real_kube_binaries
-from tests.reuse_helpers import completed, schedule
+from tests.reuse_helpers import completed
+from tests.stack_helpers import schedule
 from tests.tcp_proxy import CuttableProxy
 
 __all__ = ["compacting_kube", "real_kube_binaries"]  # fixtures, used by name

@@ -24,7 +24,8 @@ from tests.conftest import make_stack, wait_until
 from tests.control_plane import ControlPlane
 from tests.fault_backend_churn import CallbackOutage, CaseResult, Churn, KillDuringRetirement, run_case
 from tests.real_kube_fixtures import real_kube, real_kube_binaries
-from tests.reuse_helpers import completed, pod_names, reuse_profile, run_to_idle, schedule
+from tests.reuse_helpers import completed, run_to_idle
+from tests.stack_helpers import pod_names, reuse_profile, schedule
 
 __all__ = ["make_stack", "real_kube", "real_kube_binaries"]  # fixtures, used by name
 

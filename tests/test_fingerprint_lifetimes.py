@@ -5,7 +5,8 @@ and go for days keeps only the current ones. In virtual time."""
 from __future__ import annotations
 
 from elastic_agent.simulation.harness import VirtualStack
-from tests.virtual_helpers import assigned, completed, pod_names, reuse_profile, schedule
+from tests.stack_helpers import pod_names, reuse_profile, schedule
+from tests.virtual_helpers import assigned, completed
 
 
 def edit_while_running(stack: VirtualStack, job_id: int, **changes: str) -> None:

@@ -22,7 +22,8 @@ from elastic_agent.service.app import create_app
 from elastic_agent.simulation.harness import VirtualStack
 from executors.dispatch import EXECUTORS, PREFIX
 from tests.fuzz_strategies import ANY_VALUE, HEADER_TEXT, fuzz_settings, mutated
-from tests.virtual_helpers import reuse_profile, run_to_idle, schedule, virtual_stack
+from tests.stack_helpers import reuse_profile, schedule
+from tests.virtual_helpers import run_to_idle, virtual_stack
 
 TOKEN = "fuzz-token-not-a-secret"
 POD_TEMPLATE = (

@@ -18,7 +18,8 @@ import pytest
 from elastic_agent.pool.backoff import Backoff
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster
-from tests.virtual_helpers import completed, pod_names, reuse_profile, schedule, state, virtual_stack
+from tests.stack_helpers import pod_names, reuse_profile, schedule, state
+from tests.virtual_helpers import completed, virtual_stack
 
 OUTAGE_S = 480.0  # eight simulated minutes: past the first reminder (outage.REMINDER_S), below two
 

@@ -18,7 +18,8 @@ from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until
 from tests.real_cluster import SERVICE_ACCOUNT, RealCluster, make_real_stack, project_role
 from tests.real_kube_fixtures import real_kube, real_kube_binaries
-from tests.reuse_helpers import assigned, completed, reuse_profile, run_to_idle, schedule
+from tests.reuse_helpers import assigned, completed, run_to_idle
+from tests.stack_helpers import reuse_profile, schedule
 
 __all__ = ["make_real_stack", "real_kube", "real_kube_binaries"]  # fixtures, used by name
 

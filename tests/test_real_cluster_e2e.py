@@ -16,7 +16,8 @@ from elastic_agent.simulation.stack import Stack
 from tests.conftest import wait_until
 from tests.real_cluster import make_real_stack
 from tests.real_kube_fixtures import real_kube, real_kube_binaries
-from tests.reuse_helpers import assigned, completed, pod_names, reuse_profile, run_to_idle, schedule, state
+from tests.reuse_helpers import assigned, completed, run_to_idle
+from tests.stack_helpers import pod_names, reuse_profile, schedule, state
 
 __all__ = ["make_real_stack", "real_kube", "real_kube_binaries"]  # fixtures, used by name
 

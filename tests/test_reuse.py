@@ -5,18 +5,8 @@ then the reuse knobs and rules."""
 from __future__ import annotations
 
 from elastic_agent.pool import labels
-from tests.virtual_helpers import (
-    assigned,
-    completed,
-    pod,
-    pod_names,
-    reuse_profile,
-    run_to_idle,
-    schedule,
-    state,
-    virtual_stack,
-    wait_state,
-)
+from tests.stack_helpers import pod, pod_names, reuse_profile, schedule, state
+from tests.virtual_helpers import assigned, completed, run_to_idle, virtual_stack, wait_state
 
 # ----- the nine defects of the earlier attempt ------------------------------------------------------
 

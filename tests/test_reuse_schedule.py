@@ -30,15 +30,8 @@ from profiles.schedule import Knobs, ScheduleError, parse_schedule
 from profiles.validation import validate_elastic_profile
 from tests import browser
 from tests.conftest import wait_until
-from tests.virtual_helpers import (
-    annotation,
-    completed,
-    pod_names,
-    reuse_profile,
-    run_to_idle,
-    schedule,
-    virtual_stack,
-)
+from tests.stack_helpers import annotation, pod_names, reuse_profile, schedule
+from tests.virtual_helpers import completed, run_to_idle, virtual_stack
 
 BERLIN_OFFICE = [{"periods": ["* 7-18 * * mon-fri"], "timezone": "Europe/Berlin", "MinIdlePods": 4,
                   "IdleTimeout": "30m"}]  # fmt: skip

@@ -25,7 +25,8 @@ from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess import OneGoCDServer
 from executors.base import RequestContext
 from executors.server_ping import server_ping
-from tests.virtual_helpers import completed, schedule
+from tests.stack_helpers import schedule
+from tests.virtual_helpers import completed
 
 TOKEN = "sa-token-4b1d7e0c9f"
 RESOLVED = "resolved-secret-77aa13"

@@ -7,7 +7,8 @@ from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_records import Job
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode, job_completion_body
 from elastic_agent.simulation.harness import VirtualStack
-from tests.virtual_helpers import annotation, assigned, reuse_profile, run_to_idle, schedule, state
+from tests.stack_helpers import annotation, reuse_profile, schedule, state
+from tests.virtual_helpers import assigned, run_to_idle
 
 COMPLETE = REQUEST_PREFIX + "job-completion"
 

@@ -6,21 +6,7 @@ from typing import Any
 
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
-from tests.stack_helpers import annotation, pod, pod_names, reuse_profile, schedule, state
-
-__all__ = [  # the shared helpers are imported from here too
-    "annotation",
-    "assigned",
-    "completed",
-    "pod",
-    "pod_names",
-    "reuse_profile",
-    "run_to_idle",
-    "schedule",
-    "state",
-    "virtual_stack",
-    "wait_state",
-]
+from tests.stack_helpers import state
 
 
 def completed(stack: VirtualStack, job: Job, within_s: float = 600.0) -> Job:
