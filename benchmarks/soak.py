@@ -41,6 +41,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import soak_rules
 from elastic_agent.clock import ScaledClock
+from elastic_agent.service.heap_trim import DEFAULT_EVERY_S
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.gocd_records import JobState
@@ -151,7 +152,12 @@ def latency_window(latencies: Sequence[float]) -> dict[str, float]:
 
 
 def soak(
-    minutes: float, rate: float, speed: float, interval_s: float, seed: int, heap_trim_every_s: float = 60.0
+    minutes: float,
+    rate: float,
+    speed: float,
+    interval_s: float,
+    seed: int,
+    heap_trim_every_s: float = DEFAULT_EVERY_S,
 ) -> dict[str, Any]:
     binaries = build()
     run_s = minutes * 60
@@ -240,7 +246,10 @@ def soak(
     judged = soak_rules.verdicts(samples, run_s)
     result["verdicts"] = [v.to_json() for v in judged]
     result["latency_slopes"] = soak_rules.latency_slopes(windows, soak_rules.warmup_s(run_s))
-    result["flat"] = all(v.flat for v in judged) and not result["invariant_violations"]
+    # A backend that answers GoCD with errors is not a steady state, however flat its memory.
+    result["flat"] = (
+        all(v.flat for v in judged) and not result["invariant_violations"] and not result["non_200_answers"]
+    )
     return result
 
 
@@ -301,8 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"JSON written here (default {RESULTS})")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every series is flat")
     parser.add_argument(
-        "--heap-trim-every", type=float, default=60.0, metavar="SECONDS",
-        help="the backend's --heap-trim-every (default 60; 0 shows the growth without it)",
+        "--heap-trim-every", type=float, default=DEFAULT_EVERY_S, metavar="SECONDS",
+        help=f"the backend's --heap-trim-every (default {DEFAULT_EVERY_S:g}; 0 shows the growth without it)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     result = soak(args.minutes, args.rate, args.speed, args.interval, args.seed, args.heap_trim_every)
@@ -312,7 +321,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"written: {args.output}")
     if args.check and not result["flat"]:
         growing = [v["name"] for v in result["verdicts"] if not v["flat"]]
-        print(f"growth is not flat: {', '.join(growing) or 'invariant violations'}", file=sys.stderr)
+        if result["invariant_violations"]:
+            growing.append("invariant violations")
+        if result["non_200_answers"]:
+            growing.append(f"{result['non_200_answers']} non-200 answers")
+        print(f"not a steady state: {', '.join(growing)}", file=sys.stderr)
         return 1
     return 0
 

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from elastic_agent.service import migrate as migrate_command
 from elastic_agent.service import trace_command
 from elastic_agent.service.config import DEFAULT_BIND, ConfigError, load_config
+from elastic_agent.service.heap_trim import DEFAULT_EVERY_S
 from profiles.quantities import parse_duration
 
 
@@ -32,9 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument(
         "--heap-trim-every",
         type=float,
-        default=60.0,
+        default=DEFAULT_EVERY_S,
         metavar="SECONDS",
-        help="give freed memory back to the OS this often (glibc's malloc_trim; 0: never; default 60)",
+        help="give freed memory back to the OS this often (glibc's malloc_trim; 0: never; "
+        f"default {DEFAULT_EVERY_S:g})",
     )
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     demo = commands.add_parser("demo", help="run the backend against a simulated GoCD server and cluster")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elastic_agent.gocd.shared_token import FixedToken, SharedToken
+from elastic_agent.service.heap_trim import DEFAULT_EVERY_S
 from elastic_agent.token_file import TokenFile, TokenFileError
 
 TOKEN_VARIABLE = "GOCD_ELASTIC_AGENT_TOKEN"
@@ -26,7 +27,7 @@ class ServiceConfig:
     token: SharedToken
     callback_url: str | None
     threads: int = 16
-    heap_trim_every_s: float = 60.0
+    heap_trim_every_s: float = DEFAULT_EVERY_S
 
     def __repr__(self) -> str:  # the token never appears in a log line
         return f"ServiceConfig(host={self.host!r}, port={self.port}, callback_url={self.callback_url!r})"
@@ -63,7 +64,11 @@ def load_token(token_file: str | None, environ: dict[str, str] | None = None) ->
 
 
 def load_config(
-    bind: str, token_file: str | None, callback_url: str | None, threads: int, heap_trim_every_s: float = 60.0
+    bind: str,
+    token_file: str | None,
+    callback_url: str | None,
+    threads: int,
+    heap_trim_every_s: float = DEFAULT_EVERY_S,
 ) -> ServiceConfig:
     host, port = parse_bind(bind)
     token = load_token(token_file)
