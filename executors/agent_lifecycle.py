@@ -50,7 +50,8 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
     except GoCDError:
         raise  # GoCD itself cannot be reached: no console to write to
     except Exception as error:
-        incident = new_incident("create-agent")
+        values = (request.auto_register_key, request.elastic_profile, request.cluster_profile)
+        incident = new_incident("create-agent", values)
         text = f"could not create an agent pod: an unexpected error (incident {incident} in the backend log)"
         ctx.console(request.job, text)
         raise Incident(incident) from error

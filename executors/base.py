@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 from elastic_agent.backend import Backend
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.gocd.server import GoCDError, GoCDServer
+from elastic_agent.redaction import hide, request_values
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +41,13 @@ class Incident(Exception):
         self.incident = incident
 
 
-def new_incident(where: str) -> str:
-    """Log the exception being handled, with a fresh incident id, and return the id."""
+def new_incident(where: str, request: object = None) -> str:
+    """Log the exception being handled, with a fresh incident id, and return the id. `request`: the
+    body of the request being answered (text or parsed): its values are hidden from the traceback,
+    whose exception messages may quote them (elastic_agent/redaction.py)."""
     incident = uuid.uuid4().hex[:8]
-    log.exception("%s failed unexpectedly (incident %s)", where, incident)
+    text = hide(traceback.format_exc().rstrip(), request_values(request))
+    log.error("%s failed unexpectedly (incident %s)\n%s", where, incident, text)
     return incident
 
 

@@ -24,7 +24,7 @@ import pytest
 from kubernetes import client
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.gocd.status_pages import _redact
+from elastic_agent.redaction import redact
 from elastic_agent.simulation import stack as stack_module
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -205,7 +205,7 @@ def test_the_search_finds_a_secret_in_the_forms_it_leaks_in(leaked: str) -> None
         )
     ]
     assert find_leaks(secrets, "test", [("line", leaked)])
-    assert not find_leaks(secrets, "test", [("line", _redact("nothing to see here"))])
+    assert not find_leaks(secrets, "test", [("line", redact("nothing to see here"))])
     assert all(len(form) >= 8 for secret in secrets for form in forms(secret.value))
 
 

@@ -24,6 +24,7 @@ from elastic_agent.clock import ManualClock, ScaledClock
 from elastic_agent.gocd import status_pages
 from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
+from elastic_agent.redaction import redact
 from elastic_agent.simulation.gocd_model import ENV_KEY, GoCDConfig, Job
 from elastic_agent.simulation.stack import TOKEN, Stack, StackOptions
 from tests import browser
@@ -422,7 +423,7 @@ def test_plugin_status_before_any_cluster_is_used_explains_why_it_is_empty() -> 
     ],
 )
 def test_log_and_event_text_hides_what_looks_like_a_key_or_token(line: str) -> None:
-    shown = status_pages._redact(line)
+    shown = redact(line)
     assert "3f9a0c1d-secret-key" not in shown and "[hidden]" in shown
 
 

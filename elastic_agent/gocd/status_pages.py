@@ -8,7 +8,6 @@ to it. Rows carry `data-pod` and `data-state` attributes so tests (and curious a
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +19,7 @@ from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.records import PodRecord, PodState, job_id_of
+from elastic_agent.redaction import redact
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration
 from profiles.values import safe_url
@@ -35,20 +35,6 @@ _templates = Environment(
 # next server ping has not retired yet.
 STATES = ("booting", "idle", "busy", "retiring", "failed")
 LOG_LINES = 100
-
-# A safety net for log and event text: the agent's own output could echo a registration key or a token.
-_SECRET_PATTERNS = (
-    re.compile(r"(?i)(auto[-_ ]?register[-_ ]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+"),
-    re.compile(r"(?i)((?:token|password|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+"),
-    re.compile(r"(?i)(authorization:\s*(?:bearer|basic)\s+)\S+"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
-)
-
-
-def _redact(text: str) -> str:
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(r"\1[hidden]", text)
-    return text
 
 
 def _age(seconds: float) -> str:
@@ -157,7 +143,7 @@ def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
         job=job,
         job_relation=relation,
         environment=record.environment or "",
-        note=_redact(" ".join(_sentence(note) for note in notes)),
+        note=redact(" ".join(_sentence(note) for note in notes)),
         node=(view.node_name if view is not None else None) or "",
         registered=record.registered,
         reuse=record.reuse,
@@ -287,7 +273,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
 def render_plugin_status(pools: list[ClusterPool], health: list[dict[str, str]], clock: Clock) -> str:
     return _templates.get_template("plugin_status.html").render(
         clusters=[cluster_summary(pool, clock) for pool in pools],
-        health=[{"type": m.get("type", "error"), "message": _redact(m.get("message", ""))} for m in health],
+        health=[{"type": m.get("type", "error"), "message": redact(m.get("message", ""))} for m in health],
         generated=_timestamp(clock.now()),
     )
 
@@ -348,18 +334,18 @@ def render_agent_status(
             {
                 "type": event.get("type") or "Normal",
                 "reason": event.get("reason") or "",
-                "message": _redact(str(event.get("message") or "")),
+                "message": redact(str(event.get("message") or "")),
                 "count": event.get("count") or 1,
                 "ago": _age(now - event["last_seen"]) + " ago" if event.get("last_seen") else "",
             }
             for event in raw_events
         ]
     except ClusterError as error:
-        problems.append(f"Events could not be read: {_redact(str(error))}")
-    try:
-        log_text = _redact(pool.port.pod_log(record.name, tail_lines=LOG_LINES))
+        problems.append(f"Events could not be read: {redact(str(error))}")
+    try:  # the agent's own output could echo a registration key or a token
+        log_text = redact(pool.port.pod_log(record.name, tail_lines=LOG_LINES))
     except ClusterError as error:
-        problems.append(f"The log could not be read: {_redact(str(error))}")
+        problems.append(f"The log could not be read: {redact(str(error))}")
     failed_ago = None
     if row.state == "failed":
         # The Warning event of the failure (Evicted, Error, ...) tells when it happened.

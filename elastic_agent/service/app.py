@@ -139,8 +139,9 @@ class PluginRequests:
             if latency is None:
                 latency = self._latency.setdefault(name, self._metrics.latency.labels(name))
             started = perf_counter()
+            body = _ReadOnce(read_body)
             try:
-                answer = answer_safely(name, lambda: executor(read_body(), context))
+                answer = answer_safely(name, lambda: executor(body(), context), body.seen)
             finally:  # as Histogram.time() does
                 latency.observe(max(perf_counter() - started, 0))
             metric_name = name
@@ -240,9 +241,28 @@ def status_line(status: int) -> str:
     return f"{status} {reason.upper()}" if reason else f"{status} UNKNOWN"
 
 
-def answer_safely(name: str, run: Callable[[], PluginResponse]) -> PluginResponse:
+class _ReadOnce:
+    """The request body, read when the executor asks; an incident's log hides what it held."""
+
+    def __init__(self, read: Callable[[], str]) -> None:
+        self._read = read
+        self._text: str | None = None
+
+    def __call__(self) -> str:
+        if self._text is None:
+            self._text = self._read()
+        return self._text
+
+    def seen(self) -> str | None:
+        return self._text
+
+
+def answer_safely(
+    name: str, run: Callable[[], PluginResponse], request: Callable[[], object] = lambda: None
+) -> PluginResponse:
     """Ordinary bad input and unreachable systems become answers with a sentence and one log line;
-    nothing escapes, and only a bug (an unexpected exception) logs a traceback."""
+    nothing escapes, and only a bug (an unexpected exception) logs a traceback, with the values of
+    `request()` (the body, once read) hidden from it."""
     short = name.removeprefix(PREFIX)
     try:
         return run()
@@ -270,7 +290,7 @@ def answer_safely(name: str, run: Callable[[], PluginResponse]) -> PluginRespons
     except Incident as incident:
         return _unexpected(short, incident.incident)
     except Exception:
-        return _unexpected(short, new_incident(short))
+        return _unexpected(short, new_incident(short, request()))
 
 
 def _refused(status: int, text: str) -> PluginResponse:

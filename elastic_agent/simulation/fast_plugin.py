@@ -183,7 +183,7 @@ class FastProjectPlugin(ProjectPlugin):
             return self.send(request_name, encode(body))
         started = time.perf_counter()
         executor, context = reader[1], self._context
-        answer = answer_safely(request_name, lambda: executor(request, context))
+        answer = answer_safely(request_name, lambda: executor(request, context), lambda: body)
         transport = self.transport
         transport.requests[request_name] = transport.requests.get(request_name, 0) + 1
         spent = time.perf_counter() - started

@@ -183,7 +183,9 @@ class InProcessTransport:
         executor = executor_for(request_name)
         if executor is None:
             return 404, f"'{request_name}' is not a request this plugin knows."
-        answer: PluginResponse = answer_safely(request_name, lambda: executor(body, self._context))
+        answer: PluginResponse = answer_safely(
+            request_name, lambda: executor(body, self._context), lambda: body
+        )
         self.requests[request_name] = self.requests.get(request_name, 0) + 1
         self.seconds[request_name] = self.seconds.get(request_name, 0.0) + time.perf_counter() - started
         return answer.status, answer.body
