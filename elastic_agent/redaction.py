@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import traceback
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -69,6 +70,12 @@ def hide(text: str, values: Iterable[str]) -> str:
         if value in text:
             text = text.replace(value, HIDDEN)
     return redact(text)
+
+
+def traceback_text(values: Iterable[str] = ()) -> str:
+    """The exception being handled, as logging would print it, with `values` and every
+    pattern-matched secret hidden: for the log line of a failure nobody expected."""
+    return hide(traceback.format_exc().rstrip(), values)
 
 
 def _strings(value: Any) -> Iterator[str]:

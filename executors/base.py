@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from typing import Any
 from elastic_agent.backend import Backend
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.gocd.server import GoCDError, GoCDServer
-from elastic_agent.redaction import hide, request_values
+from elastic_agent.redaction import request_values, traceback_text
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ def new_incident(where: str, request: object = None) -> str:
     body of the request being answered (text or parsed): its values are hidden from the traceback,
     whose exception messages may quote them (elastic_agent/redaction.py)."""
     incident = uuid.uuid4().hex[:8]
-    text = hide(traceback.format_exc().rstrip(), request_values(request))
+    text = traceback_text(request_values(request))
     log.error("%s failed unexpectedly (incident %s)\n%s", where, incident, text)
     return incident
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from elastic_agent.redaction import HIDDEN, hide, request_values
+from elastic_agent.redaction import HIDDEN, hide, request_values, traceback_text
 from elastic_agent.service.app import PluginResponse, answer_safely
 
 SECRET = "s3cr3t-Vq8/Lx+2Zw=="
@@ -67,3 +67,12 @@ def test_an_unexpected_failure_logs_its_traceback_without_the_values_of_the_requ
     assert "_failing_on" in text and "int(value)" in text and "ValueError: invalid literal" in text
     incident = answer.body.split("(incident ")[1].rstrip(").")
     assert incident in record.getMessage()
+
+
+def test_a_background_threads_traceback_hides_what_follows_a_secrets_name() -> None:
+    try:
+        raise RuntimeError("the API server said: token=tok-81b2c7d6e5f4 is not valid")
+    except RuntimeError:
+        text = traceback_text()
+    assert "tok-81b2c7d6e5f4" not in text and f"token={HIDDEN}" in text
+    assert "Traceback (most recent call last)" in text and "RuntimeError: the API server said" in text

@@ -42,6 +42,7 @@ from elastic_agent.kube.port import (
     Unreachable,
     metadata_patch,
 )
+from elastic_agent.redaction import traceback_text
 from profiles.values import safe_url
 
 log = logging.getLogger(__name__)
@@ -364,7 +365,7 @@ class KubeCluster:
                 try:
                     listener(kind, view)
                 except Exception:  # one faulty listener must not stop the cache from updating
-                    log.exception("a pod listener failed on %s %s", kind, view.name)
+                    log.error("a pod listener failed on %s %s\n%s", kind, view.name, traceback_text())
 
     def _bury(self, name: str, version: int) -> None:
         now = self.clock.now()
@@ -401,7 +402,7 @@ class KubeCluster:
             except ClusterError as err:
                 self._fail(err)
             except Exception as err:  # never let the sync thread die, whatever the cause
-                log.exception("unexpected failure in the pod watch of %s", self.url)
+                log.error("unexpected failure in the pod watch of %s\n%s", self.url, traceback_text())
                 self._fail(ClusterError(f"unexpected failure watching {self.url}: {type(err).__name__}"))
             else:
                 continue

@@ -29,6 +29,7 @@ from typing import Protocol
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, ClusterPort, Conflict, NotFound, Unreachable
 from elastic_agent.pool.backoff import RetryTimes
+from elastic_agent.redaction import traceback_text
 from elastic_agent.yielding import let_the_answer_go_first
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class AnnotationWriter:
             try:
                 retry = not self.write(name)
             except Exception:  # the writer must survive anything; the next ping re-queues dirty pods
-                log.exception("could not persist the state of pod %s", name)
+                log.error("could not persist the state of pod %s\n%s", name, traceback_text())
                 self._forget(name)  # not queued again here: a backoff kept for it would outlive the pod
                 retry = False
             if retry and not stopping:

@@ -14,6 +14,7 @@ import logging
 import threading
 
 from elastic_agent.backend import Backend
+from elastic_agent.redaction import traceback_text
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,6 @@ class PeriodTimer(threading.Thread):
                 try:
                     self.backend.on_period_change()
                 except Exception:  # the next period must still start: say it, keep the thread
-                    log.exception("could not fill the warm pools for a reuse schedule's period")
+                    log.error("could not fill the warm pools of a ReuseSchedule period\n%s", traceback_text())
                 continue
             clock.sleep(STEP_S if due is None else min(STEP_S, due - now))
