@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from elastic_agent.clock import ManualClock, SystemClock
-from elastic_agent.kube.adapter import TOMBSTONE_TTL_S, KubeCluster
+from elastic_agent.kube.adapter import KubeCluster
 from elastic_agent.kube.connect import ConnectError, connect, pem_from_profile
+from elastic_agent.kube.pod_cache import TOMBSTONE_TTL_S
 from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound, PodView
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore
@@ -110,12 +111,11 @@ def test_an_older_event_never_rolls_the_cache_back(cluster: KubeCluster) -> None
     created = cluster.create_pod(pod_manifest("rv"))
     stale = pod_manifest("rv", OURS)
     stale["metadata"].update(namespace=NS, resourceVersion=str(int(created.resource_version) - 1))
-    with cluster._lock:
-        assert cluster._apply_locked("MODIFIED", stale) is None
+    assert cluster.cache.fold("MODIFIED", stale) is None
     cluster.delete_pod("rv")
-    with cluster._lock:  # an event from before the deletion does not resurrect it
-        assert cluster._apply_locked("MODIFIED", {**stale, "metadata": {**stale["metadata"],
-                                      "resourceVersion": created.resource_version}}) is None  # fmt: skip
+    # an event from before the deletion does not resurrect it
+    assert cluster.cache.fold("MODIFIED", {**stale, "metadata": {**stale["metadata"],
+                              "resourceVersion": created.resource_version}}) is None  # fmt: skip
     assert cluster.get("rv") is None
 
 

@@ -3,8 +3,8 @@
 One daemon thread lists the pods matching the selector, then watches from the list's resourceVersion;
 a watch that ends is resumed from the last version seen, a 410 Gone or an error leads to a fresh list
 (after a backoff on the clock, for errors). Requests read the cache only. Writes update the cache from
-their response at once (read-your-writes); a watch event never replaces a newer version of a pod, and a
-pod we deleted does not come back from an older event.
+their response at once (read-your-writes); which version of a pod wins is the cache's rule
+(pod_cache.py).
 
 Every call's outcome goes to the port's `OutageTracker` (outage.py): a call without an answer raises
 `Unreachable`, which the tracker logs once per outage; the watch's own retries are DEBUG lines then.
@@ -18,10 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
 import urllib3
@@ -32,6 +29,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from elastic_agent.clock import Clock
 from elastic_agent.kube.connect import connect
 from elastic_agent.kube.outage import OutageTracker, failure_reason
+from elastic_agent.kube.pod_cache import PodCache, epoch
 from elastic_agent.kube.port import (
     ClusterError,
     Conflict,
@@ -48,49 +46,11 @@ from profiles.values import safe_url
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
-MAX_TOMBSTONES = 4096
-# How long a deleted pod's tombstone is kept, in clock seconds. The stragglers it guards against (a write's
-# response or a watch event older than the deletion) are seconds old at most; kept by count alone, the
-# tombstones of a busy cluster filled to MAX_TOMBSTONES over the first hour and stayed there (the soak).
-TOMBSTONE_TTL_S = 600.0
-
-
-def _rv(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None  # opaque resourceVersion: cannot be ordered, so every event is taken
 
 
 class _StreamBroken(ClusterError):
     """The open watch ended without its closing line. Alone it is no outage (connections get cut): the
     list that follows tells."""
-
-
-def _epoch(timestamp: str | None) -> float:
-    if not timestamp:
-        return 0.0
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-
-
-def pod_view(obj: Mapping[str, Any]) -> PodView:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    return PodView(
-        name=meta.get("name", ""),
-        namespace=meta.get("namespace", ""),
-        labels=MappingProxyType(dict(meta.get("labels") or {})),
-        annotations=MappingProxyType(dict(meta.get("annotations") or {})),
-        phase=status.get("phase") or "Pending",
-        resource_version=str(meta.get("resourceVersion") or ""),
-        created_at=_epoch(meta.get("creationTimestamp")),
-        reason=status.get("reason"),
-        message=status.get("message"),
-        deleting=bool(meta.get("deletionTimestamp")),
-        node_name=spec.get("nodeName"),
-        containers=tuple(str(c.get("name", "")) for c in spec.get("containers") or []),
-    )
 
 
 class KubeCluster:
@@ -122,16 +82,12 @@ class KubeCluster:
         self.outage = OutageTracker(self.url, clock)
         self._core = client.CoreV1Api(api_client)
         self._label_selector = ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
-        # Guards the cache, the tombstones, the listeners, api_calls, the open stream and the sync problem.
+        self.cache = PodCache(self.selector, clock)
+        # Guards api_calls, the open stream and the sync problem.
         self._lock = threading.RLock()
         # The sync loop's last failure, None once it works: kept as its parts, not as the exception the
         # watch thread caught, so that request threads raise exceptions of their own.
         self._problem: tuple[type[ClusterError], str, int | None] | None = None
-        self._cache: dict[str, PodView] = {}
-        # name → resourceVersion at which we saw the pod deleted, so that a late write response or event
-        # of an older version cannot bring it back. Bounded: such stragglers are seconds old at most.
-        self._tombstones: OrderedDict[str, tuple[int, float]] = OrderedDict()  # -> (version, buried at)
-        self._listeners: list[PodListener] = []
         self._synced = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -191,18 +147,15 @@ class KubeCluster:
             self._problem = None if err is None else (type(err), str(err), err.status)
 
     def add_listener(self, listener: PodListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
+        self.cache.add_listener(listener)
 
     # -- reads (cache only) --------------------------------------------------------------------------
 
     def pods(self) -> list[PodView]:
-        with self._lock:
-            return sorted(self._cache.values(), key=lambda p: p.name)
+        return self.cache.pods()
 
     def get(self, name: str) -> PodView | None:
-        with self._lock:
-            return self._cache.get(name)
+        return self.cache.get(name)
 
     # -- writes --------------------------------------------------------------------------------------
 
@@ -218,7 +171,7 @@ class KubeCluster:
         body["metadata"] = meta
         resp = self._call("create", lambda: self._core.create_namespaced_pod(
             self.namespace, body, _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
-        return self._apply_and_notify("ADDED", json.loads(resp.data))
+        return self.cache.apply("ADDED", json.loads(resp.data))
 
     def patch_pod_metadata(
         self,
@@ -233,7 +186,7 @@ class KubeCluster:
         resp = self._call("patch", lambda: self._core.patch_namespaced_pod(
             name, self.namespace, patch, _content_type=MERGE_PATCH,
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
-        return self._apply_and_notify("MODIFIED", json.loads(resp.data))
+        return self.cache.apply("MODIFIED", json.loads(resp.data))
 
     def delete_pod(self, name: str) -> None:
         try:
@@ -241,18 +194,13 @@ class KubeCluster:
                 name, self.namespace, _preload_content=False,
                 _request_timeout=self.request_timeout))  # fmt: skip
         except NotFound:
-            with self._lock:
-                gone = self._cache.pop(name, None)
-                if gone is not None:
-                    self._bury(name, _rv(gone.resource_version) or 0)
-            if gone is not None:
-                self._notify([("DELETED", gone)])
+            self.cache.forget(name)
             return
         obj = json.loads(resp.data)
         meta = obj.get("metadata") or {}
         graceful = bool(meta.get("deletionTimestamp")) and (meta.get("deletionGracePeriodSeconds") or 0) > 0
         # Graceful: the pod is still there, terminating; the watch will report it gone later.
-        self._apply_and_notify("MODIFIED" if graceful else "DELETED", obj)
+        self.cache.apply("MODIFIED" if graceful else "DELETED", obj)
 
     # -- other reads (API calls, for status reports) --------------------------------------------------
 
@@ -266,7 +214,7 @@ class KubeCluster:
                 "reason": e.get("reason"),
                 "message": e.get("message"),
                 "count": e.get("count") or 1,
-                "last_seen": _epoch(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")),
+                "last_seen": epoch(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")),
             }
             for e in json.loads(resp.data).get("items") or []
         ]
@@ -322,69 +270,12 @@ class KubeCluster:
             return Forbidden(message, status)
         return ClusterError(message, status)
 
-    # -- the cache -----------------------------------------------------------------------------------
-
-    def _matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.selector.items())
-
-    def _apply_locked(self, kind: str, obj: Mapping[str, Any]) -> tuple[str, PodView] | None:
-        """Fold one version of a pod into the cache; returns what listeners should hear, if anything."""
-        view = pod_view(obj)
-        name, new = view.name, _rv(view.resource_version)
-        current = self._cache.get(name)
-        old = _rv(current.resource_version) if current is not None else None
-        if kind != "DELETED" and not self._matches(view.labels):
-            kind = "DELETED"  # relabelled out of our selector: no longer ours to track
-        if new is not None and old is not None and (new < old or (new == old and kind != "DELETED")):
-            return None  # an older (or the same) version than we hold: never roll back
-        tomb = self._tombstones.get(name)
-        if kind != "DELETED" and new is not None and tomb is not None and new <= tomb[0]:
-            return None  # an event from before we saw the pod deleted
-        if kind == "DELETED":
-            if current is None:
-                return None
-            del self._cache[name]
-            self._bury(name, new if new is not None else (old or 0))
-            return ("DELETED", view)
-        self._cache[name] = view
-        self._tombstones.pop(name, None)
-        return ("ADDED" if current is None else "MODIFIED", view)
-
-    def _apply_and_notify(self, kind: str, obj: Mapping[str, Any]) -> PodView:
-        with self._lock:
-            note = self._apply_locked(kind, obj)
-        if note is not None:
-            self._notify([note])
-        return pod_view(obj)
-
-    def _notify(self, notes: list[tuple[str, PodView]]) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for kind, view in notes:
-            for listener in listeners:
-                try:
-                    listener(kind, view)
-                except Exception:  # one faulty listener must not stop the cache from updating
-                    log.error("a pod listener failed on %s %s\n%s", kind, view.name, traceback_text())
-
-    def _bury(self, name: str, version: int) -> None:
-        now = self.clock.now()
-        tombstones = self._tombstones
-        tombstones[name] = (version, now)
-        tombstones.move_to_end(name)
-        # Oldest first (a re-burial moves to the end), so expiry looks at the front only.
-        while tombstones and (
-            len(tombstones) > MAX_TOMBSTONES or next(iter(tombstones.values()))[1] < now - TOMBSTONE_TTL_S
-        ):
-            tombstones.popitem(last=False)
-
     def retained(self) -> dict[str, int]:
         """What the port keeps besides the pods themselves, for /metrics and the soak."""
-        with self._lock:
-            return {"tombstones": len(self._tombstones)}
+        return self.cache.retained()
 
     def retained_limits(self) -> dict[str, int]:
-        return {"tombstones": MAX_TOMBSTONES}
+        return self.cache.retained_limits()
 
     # -- list + watch --------------------------------------------------------------------------------
 
@@ -433,23 +324,8 @@ class KubeCluster:
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
         body = json.loads(resp.data)
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
-        listed = _rv(version)
-        notes: list[tuple[str, PodView]] = []
-        with self._lock:
-            names = set()
-            for item in body.get("items") or []:
-                names.add((item.get("metadata") or {}).get("name"))
-                note = self._apply_locked("MODIFIED", item)
-                if note is not None:
-                    notes.append(note)
-            for name, view in list(self._cache.items()):
-                held = _rv(view.resource_version)
-                # Keep what our own writes put there after the list's snapshot was taken.
-                if name not in names and (held is None or listed is None or held <= listed):
-                    del self._cache[name]
-                    notes.append(("DELETED", view))
+        self.cache.replace(body.get("items") or [], version)
         self._synced.set()
-        self._notify(notes)
         self._set_problem(None)
         return version
 
@@ -479,10 +355,7 @@ class KubeCluster:
                     raise ClusterError(message, obj.get("code"))
                 version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                 if kind in ("ADDED", "MODIFIED", "DELETED"):
-                    with self._lock:
-                        note = self._apply_locked(kind, obj)
-                    if note is not None:
-                        self._notify([note])
+                    self.cache.apply(kind, obj)
         except (urllib3.exceptions.HTTPError, OSError) as err:
             if self._stopped.is_set():
                 return version, False

@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elastic_agent.clock import Clock
-from elastic_agent.kube.adapter import pod_view
 from elastic_agent.kube.outage import OutageTracker
+from elastic_agent.kube.pod_cache import pod_view
 from elastic_agent.kube.port import (
     ClusterError,
     Conflict,
