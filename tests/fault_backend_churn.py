@@ -37,6 +37,7 @@ from elastic_agent.simulation.gocd_callbacks import DELETE_AGENTS, DISABLE_AGENT
 from elastic_agent.simulation.gocd_model import JobState, SimulatedGoCD
 from elastic_agent.simulation.gocd_records import Job
 from elastic_agent.simulation.stack import Stack
+from tests.churn_outcome import ChurnOutcome
 from tests.conftest import wait_until
 from tests.control_plane import ControlPlane
 from tests.process_world import SPEED, ProcessWorld
@@ -185,30 +186,15 @@ class Churn:
 
 
 @dataclass
-class CaseResult:
-    case: str
-    jobs: int = 0
-    passed: int = 0
-    rescheduled: int = 0
-    pods_created: int = 0
+class CaseResult(ChurnOutcome):
     repair_s: float | None = None
     first_ok_s: float | None = None
-    backlog_s: float | None = None
     victims: list[str] = field(default_factory=list)
     victim_pod_left: list[str] = field(default_factory=list)  # at the kill
     victim_agent_left: list[str] = field(default_factory=list)  # at the kill
     callbacks_failed: int = 0
     requests_failed: int = 0  # GoCD's requests to the backend that were not answered 200
-    health_during: list[str] = field(default_factory=list)
-    health_after: list[str] = field(default_factory=list)
-    warnings: int = 0
-    warning_summary: list[str] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)  # pods without agents, agents without pods
-    evidence: list[str] = field(default_factory=list)  # the fault's own check: empty is good
-    reused_pod: str | None = None
-    leftovers: list[str] = field(default_factory=list)
-    seconds: float = 0.0
 
 
 def run_case(plane: ControlPlane, fault: Fault | None, churn: Churn, timeout_s: float = 180.0) -> CaseResult:

@@ -37,6 +37,7 @@ from elastic_agent.simulation.gocd_model import JobState
 from elastic_agent.simulation.gocd_records import HealthMessage, Job
 from elastic_agent.simulation.stack import Stack, StackOptions
 from profiles.cluster import ClusterProfile
+from tests.churn_outcome import ChurnOutcome
 from tests.conftest import wait_until
 from tests.control_plane import ControlPlane
 from tests.real_cluster import RealCluster
@@ -153,25 +154,10 @@ class Churn:
 
 
 @dataclass
-class CaseResult:
-    case: str
-    jobs: int = 0
-    passed: int = 0
-    rescheduled: int = 0
-    pods_created: int = 0
+class CaseResult(ChurnOutcome):
     first_call_s: float | None = None
     first_create_s: float | None = None
-    backlog_s: float | None = None
     failed_calls: dict[str, int] = field(default_factory=dict)  # "verb status" -> how many
-    health_during: list[str] = field(default_factory=list)
-    health_after: list[str] = field(default_factory=list)
-    warnings: int = 0
-    warning_summary: list[str] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)  # the fault's own check: empty is good
-    reused_pod: str | None = None  # the idle pod the probe job ran on after recovery
-    leftovers: list[str] = field(default_factory=list)  # pods or agents still there at the end
-    seconds: float = 0.0
     failure: str | None = None  # what never happened (a job that never completed, a pod never removed)
 
 
