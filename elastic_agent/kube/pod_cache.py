@@ -95,11 +95,11 @@ class PodCache:
 
     def apply(self, kind: str, obj: Mapping[str, Any]) -> PodView:
         """Fold one version in (a write's response or a watch event); returns the view of `obj`."""
-        with self._lock:
-            note = self.fold(kind, obj)
-        if note is not None:
-            self._notify([note])
-        return note[1] if note is not None else pod_view(obj)
+        note = self.fold(kind, obj)
+        if note is None:
+            return pod_view(obj)
+        self._notify([note])
+        return note[1]
 
     def fold(self, kind: str, obj: Mapping[str, Any]) -> Note | None:
         """Fold one version in without telling the listeners; returns what they should hear, if
