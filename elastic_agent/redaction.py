@@ -49,7 +49,9 @@ def request_values(body: object) -> list[str]:
     parsed), each line of a multi-line value, a line's value after its name and each word of a line,
     longest first (so that a value is hidden whole before any part of it)."""
     if isinstance(body, str):
-        with contextlib.suppress(ValueError):  # not JSON: the text itself is the one value
+        # Not JSON, or nested past the parser's depth: the text itself is the one value. This runs while
+        # an unexpected failure is handled, so it must not fail itself.
+        with contextlib.suppress(ValueError, RecursionError):
             body = json.loads(body)
     found: set[str] = set()
     for value in _strings(body):
@@ -79,11 +81,14 @@ def traceback_text(values: Iterable[str] = ()) -> str:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
+    """Every string in a JSON-shaped value, walked with a stack (a body nested deeper than the
+    interpreter's recursion limit must not end the incident's logging)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)

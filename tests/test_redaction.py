@@ -76,3 +76,12 @@ def test_a_background_threads_traceback_hides_what_follows_a_secrets_name() -> N
         text = traceback_text()
     assert "tok-81b2c7d6e5f4" not in text and f"token={HIDDEN}" in text
     assert "Traceback (most recent call last)" in text and "RuntimeError: the API server said" in text
+
+
+def test_a_body_nested_past_the_recursion_limit_still_gives_its_values() -> None:
+    deep: object = SECRET
+    for _ in range(5000):
+        deep = [deep]
+    assert request_values(deep) == [SECRET]
+    text = "[" * 100_000 + "]" * 100_000  # past the JSON parser's depth: hidden as one value
+    assert request_values(text) == [text]
