@@ -17,6 +17,10 @@ and a dozen pipelines; so pods are created, reused and retired (by job count, id
 one-job profile after each job) all the time. Should-assign-work latency is measured by the simulated
 GoCD around each HTTP call (the client's view), p50 and p99 per sampling window.
 
+The backend runs on jemalloc, as the image runs it (docker/Dockerfile preloads Debian's libjemalloc2;
+`--allocator glibc` runs it on glibc's malloc instead, for comparison). The soak checks the allocator it
+asked for is the one in the backend's memory map.
+
 The verdict (benchmarks/soak_rules.py) is on the series after a warm-up: structures and fds by their
 peaks, RSS by its slope on long runs. Latency is reported, not judged: the machine may be shared.
 """
@@ -24,6 +28,7 @@ peaks, RSS by its slope on long runs. Latency is reported, not judged: the machi
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import json
 import os
 import platform
@@ -54,6 +59,7 @@ from tests.real_cluster import RealCluster
 
 RESULTS = Path(__file__).resolve().parent / "results" / "soak.json"
 TOKEN = "soak-bridge-token"
+JEMALLOC = "libjemalloc.so.2"  # the soname docker/Dockerfile preloads
 IMAGE = "gocd/gocd-agent-alpine-3.19:v24.1.0"
 # name -> (weight, elastic profile properties). IdleTimeout is on the backend's clock: real seconds.
 PROFILES: dict[str, tuple[float, dict[str, str]]] = {
@@ -99,6 +105,26 @@ class Load:
                 self.rng.choice(ENVIRONMENTS), self.rng.uniform(*JOB_S),
             )  # fmt: skip
             self.scheduled += 1
+
+
+class SoakError(Exception):
+    """The soak cannot run as asked; the message says why, in a sentence."""
+
+
+def allocator_environment(allocator: str) -> dict[str, str]:
+    """What the backend's environment needs for `allocator`: jemalloc is preloaded by its soname, as the
+    image does, so that the dynamic loader finds it wherever the distribution put it."""
+    if allocator == "glibc":
+        return {"LD_PRELOAD": ""}
+    if ctypes.util.find_library("jemalloc") is None:
+        raise SoakError("jemalloc is not installed (Debian: apt-get install libjemalloc2); "
+                        "or run with --allocator glibc")  # fmt: skip
+    return {"LD_PRELOAD": JEMALLOC}
+
+
+def allocator_in_use(pid: int) -> str:
+    """The malloc a running process uses: jemalloc when its library is mapped, else glibc's."""
+    return "jemalloc" if "libjemalloc" in Path(f"/proc/{pid}/maps").read_text() else "glibc"
 
 
 def read_proc(pid: int) -> dict[str, float]:
@@ -158,7 +184,9 @@ def soak(
     interval_s: float,
     seed: int,
     heap_trim_every_s: float = DEFAULT_EVERY_S,
+    allocator: str = "jemalloc",
 ) -> dict[str, Any]:
+    preload = allocator_environment(allocator)
     binaries = build()
     run_s = minutes * 60
     with tempfile.TemporaryDirectory(prefix="soak-") as work, ControlPlane.start(binaries, Path(work)) as plane:  # noqa: E501
@@ -178,8 +206,9 @@ def soak(
         kubelet.start()
         backend = BackendProcess(
             args=["--heap-trim-every", str(heap_trim_every_s)],
-            env={"GOCD_ELASTIC_AGENT_TOKEN": TOKEN, "GOCD_ELASTIC_AGENT_CALLBACK_URL": callback_url}
-        )
+            env={"GOCD_ELASTIC_AGENT_TOKEN": TOKEN, "GOCD_ELASTIC_AGENT_CALLBACK_URL": callback_url,
+                 **preload},
+        )  # fmt: skip
         transport.switch(HttpPluginTransport(backend.url, TOKEN, callback_url))
         cluster_profile = {
             "go_server_url": "https://gocd.example.test/go", **cluster.profile_properties(),
@@ -190,6 +219,8 @@ def soak(
         windows: list[dict[str, Any]] = []
         pid = backend.process.pid
         try:
+            if allocator_in_use(pid) != allocator:
+                raise SoakError(f"the backend does not run on {allocator} (read from /proc/PID/maps)")
             gocd.start()
             load.start()
             started = time.monotonic()
@@ -221,7 +252,8 @@ def soak(
             result = {
                 "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
                 "minutes": minutes, "rate_jobs_per_s": rate, "speed": speed, "interval_s": interval_s,
-                "seed": seed, "heap_trim_every_s": heap_trim_every_s, "warmup_s": soak_rules.warmup_s(run_s),
+                "seed": seed, "allocator": allocator, "heap_trim_every_s": heap_trim_every_s,
+                "warmup_s": soak_rules.warmup_s(run_s),
                 "jobs_scheduled": load.scheduled, "jobs_completed": gocd.stats.job_completions_sent,
                 "jobs_unfinished_at_end": len(unfinished), "pods_created": len(created),
                 "assignments": gocd.stats.assignments, "should_assign_asked": gocd.stats.should_assign_asked,
@@ -267,7 +299,7 @@ def _progress(sample: dict[str, Any], window: dict[str, Any]) -> str:
 def table(result: dict[str, Any]) -> str:
     lines = [
         f"soak: {result['minutes']:g} min at {result['rate_jobs_per_s']:g} jobs/s "
-        f"(speed {result['speed']:g}), "
+        f"(speed {result['speed']:g}, {result.get('allocator', 'glibc')}), "
         f"warm-up {result['warmup_s']:.0f} s; {result['jobs_completed']}/{result['jobs_scheduled']} jobs "
         f"completed, {result['pods_created']} pods created, {result['should_assign_asked']:,} "
         f"should-assign-work (p50 {result['should_assign_p50_ms']:.2f} ms, p99 "
@@ -313,8 +345,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--heap-trim-every", type=float, default=DEFAULT_EVERY_S, metavar="SECONDS",
         help=f"the backend's --heap-trim-every (default {DEFAULT_EVERY_S:g}; 0 shows the growth without it)",
     )  # fmt: skip
+    parser.add_argument(
+        "--allocator", choices=("jemalloc", "glibc"), default="jemalloc",
+        help="the backend's malloc (default jemalloc, as the image runs it)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    result = soak(args.minutes, args.rate, args.speed, args.interval, args.seed, args.heap_trim_every)
+    try:
+        result = soak(args.minutes, args.rate, args.speed, args.interval, args.seed,
+                      args.heap_trim_every, args.allocator)  # fmt: skip
+    except SoakError as error:
+        print(f"soak: {error}", file=sys.stderr)
+        return 2
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=1) + "\n")
     print(table(result))

@@ -4,11 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "installing Debian's chromium for the status-page tests"
+# Debian's packages the suite needs: chromium for the status-page tests, libjemalloc2 for the soak and
+# the allocator tests (the image preloads it: docker/Dockerfile).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+.venv/bin/python -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("jemalloc") is None)' \
+  || missing+=(libjemalloc2)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing Debian's ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 .venv/bin/ruff check elastic_agent executors profiles tests benchmarks
 .venv/bin/mypy

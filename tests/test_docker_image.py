@@ -98,6 +98,17 @@ def test_base_images_are_pinned_and_nothing_is_written_to_the_image_at_run_time(
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
+def image_preload() -> str:
+    [preload] = re.findall(r"\bLD_PRELOAD=(\S+)", " ".join(values("ENV")))
+    return str(preload)
+
+
+def test_the_image_installs_jemalloc_and_preloads_it_by_its_soname() -> None:
+    installs = " ".join(step["value"] for step in final_stage() if step["instruction"] == "RUN")
+    assert re.search(r"apt-get install\b.*\blibjemalloc2\b", installs)
+    assert image_preload() == "libjemalloc.so.2", "a soname, so that any architecture's path is found"
+
+
 def test_every_file_the_image_copies_exists_and_is_in_the_build_context() -> None:
     kept = {
         line[1:].rstrip("/")
@@ -117,13 +128,15 @@ def test_every_file_the_image_copies_exists_and_is_in_the_build_context() -> Non
 
 def test_the_entrypoint_with_the_charts_args_serves_and_answers_the_charts_probes(tmp_path: Path) -> None:
     """The image's command as the chart's sidecar runs it (token from a file, TMPDIR an empty folder,
-    no bytecode written), from outside the repository, and its exec probes."""
+    no bytecode written, jemalloc preloaded as the image's ENV says), from outside the repository, and
+    its exec probes."""
     [sidecar] = chart_values()["server"]["sidecarContainers"]
     token = tmp_path / "token"
     token.write_text("a-secret-from-a-kubernetes-secret\n")
     args = [a if a != "/var/run/secrets/gocd-reuse/token" else str(token) for a in sidecar["args"]]
     command = [sys.executable, *ENTRYPOINT[1:-1], "127.0.0.1:0", *args]
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+    env["LD_PRELOAD"] = image_preload()
     env.pop("GOCD_ELASTIC_AGENT_TOKEN", None)
     process = subprocess.Popen(
         command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -132,6 +145,7 @@ def test_the_entrypoint_with_the_charts_args_serves_and_answers_the_charts_probe
         assert process.stdout is not None
         line = process.stdout.readline()
         assert line.startswith("listening on "), line
+        assert "libjemalloc" in Path(f"/proc/{process.pid}/maps").read_text(), "jemalloc is its malloc"
         url = line.split()[-1]
         deadline = time.monotonic() + 20
         while requests.get(f"{url}/healthz", timeout=2).status_code != 200:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.service.heap_trim import HeapTrimmer, find_malloc_trim, start_heap_trimmer
+from elastic_agent.service.heap_trim import (
+    HeapTrimmer,
+    find_malloc_trim,
+    jemalloc_in_process,
+    start_heap_trimmer,
+)
 from elastic_agent.service.wsgi import build_backend, serve_in_background
 
 
@@ -29,6 +35,21 @@ def test_the_trimmer_calls_trim_once_per_interval_of_the_injected_clock() -> Non
 
 def test_no_trimmer_runs_when_the_interval_is_zero() -> None:
     assert start_heap_trimmer(ManualClock(), threading.Event(), every_s=0) is None
+
+
+def test_no_trimmer_runs_where_jemalloc_is_the_allocator() -> None:
+    # As the image runs the backend (LD_PRELOAD, docker/Dockerfile): glibc's heaps hold next to nothing.
+    check = (
+        "import threading\n"
+        "from elastic_agent.clock import ManualClock\n"
+        "from elastic_agent.service.heap_trim import jemalloc_in_process, start_heap_trimmer\n"
+        "assert jemalloc_in_process()\n"
+        "assert start_heap_trimmer(ManualClock(), threading.Event(), every_s=60) is None\n"
+    )
+    env = {**os.environ, "LD_PRELOAD": "libjemalloc.so.2"}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not jemalloc_in_process(), "the suite itself runs on glibc's malloc"
 
 
 def test_the_service_trims_its_heap_by_default_and_the_thread_ends_when_it_stops() -> None:
