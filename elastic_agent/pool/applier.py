@@ -135,9 +135,10 @@ class Applier:
             state.drop_reservation(intent.token)
 
     def _give_back(self, intent: Create, key: str | None) -> None:
-        """A creation that sent nothing used no key. A job's key is the waiting job's again, so the first
-        ping after an outage creates its pod instead of GoCD's re-send two minutes later; a banked key
-        goes back to the bank. (A key that may have reached the server stays spent: keys are single-use.)"""
+        """A creation that sent nothing used no key. A job's key is the waiting job's again, so its pod is
+        created as soon as the API answers (the pool is woken then: ClusterPool.next_wake) instead of at
+        GoCD's re-send two minutes later; a banked key goes back to the bank. (A key that may have reached
+        the server stays spent: keys are single-use.)"""
         if key is None:
             return
         if intent.key is None:
