@@ -167,18 +167,17 @@ class Backend:
         """True when there was a problem of that kind (it is gone now)."""
         return self.health.resolved(f"cluster:{what}:{profile.cluster_key}")
 
-    def next_wake(self) -> float | None:
-        """When some pool wants to act without a request (clock seconds; ClusterPool.next_wake); None
-        when none does."""
-        wakes = [wake for pool in self.pools() if (wake := pool.next_wake()) is not None]
-        return min(wakes) if wakes else None
+    def next_period_change(self) -> float | None:
+        """When some ReuseSchedule's period may start or end next (clock seconds); None without one."""
+        changes = [change for pool in self.pools() if (change := pool.next_period_change()) is not None]
+        return min(changes) if changes else None
 
-    def wake(self) -> None:
-        """Between GoCD's calls: each pool serves the jobs an outage kept waiting, once its cluster
-        answers again, and fills the warm pools a period asks for, rather than at the next server-ping.
-        (A period's end needs nothing now: the reaper applies the values in force at every ping.)"""
+    def on_period_change(self) -> None:
+        """A period may have started: fill the warm pools it asks for at once, from the banked keys,
+        rather than at the next server-ping. (A period's end needs nothing now: the reaper applies the
+        values in force at every ping.)"""
         for pool in self.pools():
-            pool.wake()
+            pool.top_up_warm_pool()
 
     def publish_health(self, gocd: GoCDServer) -> None:
         self.health.publish(gocd)

@@ -22,7 +22,7 @@ import pytest
 from elastic_agent.clock import ManualClock
 from elastic_agent.gocd.status_pages import render_cluster_status
 from elastic_agent.pool import labels
-from elastic_agent.service.wake_timer import WakeTimer
+from elastic_agent.service.period_timer import PeriodTimer
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.virtual_time import START
 from profiles.cluster import ClusterProfile
@@ -217,7 +217,7 @@ def _warm_pool_at_eleven() -> tuple[VirtualStack, dict[str, str], str]:
         completed(stack, schedule(stack, profile, cluster=cluster, name=f"served-{n}"))
     assert len(stack.backend.keys) >= 2, "the served jobs' keys are banked"
     assert pod_names(stack) == {pod}, "no warm pod before the period"
-    assert stack.backend.next_wake() == ELEVEN_PM
+    assert stack.backend.next_period_change() == ELEVEN_PM
     stack.run_for(ELEVEN_PM - stack.clock.now())
     return stack, cluster, pod
 
@@ -284,19 +284,19 @@ class _Backend:
         self.starts = [START + 30, START + 90]
         self.filled: list[float] = []
 
-    def next_wake(self) -> float | None:
+    def next_period_change(self) -> float | None:
         return self.starts[0] if self.starts else None
 
-    def wake(self) -> None:
+    def on_period_change(self) -> None:
         self.filled.append(self.clock.now())
         self.starts.pop(0)
 
 
-def test_the_wake_timer_fills_the_warm_pools_when_each_period_starts() -> None:
+def test_the_period_timer_fills_the_warm_pools_when_each_period_starts() -> None:
     clock = ManualClock(START)  # its sleep() moves time: the thread runs through the minutes at once
     backend = _Backend(clock)
     stopping = threading.Event()
-    WakeTimer(backend, stopping).start()  # type: ignore[arg-type]
+    PeriodTimer(backend, stopping).start()  # type: ignore[arg-type]
     wait_until(lambda: len(backend.filled) == 2, 10, "both period starts")
     stopping.set()
     assert backend.filled == [START + 30, START + 90]

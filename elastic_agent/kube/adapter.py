@@ -28,7 +28,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.connect import connect
-from elastic_agent.kube.outage import OutageTracker, failure_reason, never_connected
+from elastic_agent.kube.outage import OutageTracker, failure_reason
 from elastic_agent.kube.pod_cache import PodCache, epoch
 from elastic_agent.kube.port import (
     ClusterError,
@@ -247,8 +247,7 @@ class KubeCluster:
             # The message names the server and the failure only: never headers, never the token.
             reason = failure_reason(err)
             self.outage.failed(reason)
-            message = f"cannot reach the Kubernetes API at {self.url} ({verb}): {reason}"
-            raise Unreachable(message, sent=not never_connected(err)) from err
+            raise Unreachable(f"cannot reach the Kubernetes API at {self.url} ({verb}): {reason}") from err
         self.outage.reached()
         return answer
 

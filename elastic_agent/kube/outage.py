@@ -26,8 +26,6 @@ import logging
 import threading
 from datetime import UTC, datetime
 
-import urllib3
-
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import Unreachable
 
@@ -125,16 +123,6 @@ def failure_reason(err: BaseException) -> str:
         if len(todo) > 20:
             break
     return type(err).__name__
-
-
-def never_connected(err: BaseException) -> bool:
-    """Whether a failed call certainly sent nothing: no connection was made (refused, no route, name
-    not resolved, connect timeout). The client retries connecting but never reading (connect.py), so
-    a `MaxRetryError` whose last attempt failed to connect had every attempt fail to connect."""
-    inner = getattr(err, "reason", None)
-    if isinstance(err, urllib3.exceptions.MaxRetryError) and isinstance(inner, BaseException):
-        err = inner
-    return isinstance(err, (urllib3.exceptions.ConnectTimeoutError, ConnectionRefusedError))
 
 
 def _os_words(error: BaseException) -> str:

@@ -44,15 +44,7 @@ class ClusterError(Exception):
 
 class Unreachable(ClusterError):
     """No answer at all (connection refused or reset, timeout, TLS failure): part of an outage, which
-    the port's `OutageTracker` reports once. Callers log it at DEBUG and retry later.
-
-    `sent` is False only when the request certainly never left (no connection could be made): then
-    nothing it carried was used, and a pod's registration key can go to another try. A reset or a
-    timeout after connecting may have reached the server, so they keep the default."""
-
-    def __init__(self, message: str, status: int | None = None, *, sent: bool = True) -> None:
-        super().__init__(message, status)
-        self.sent = sent
+    the port's `OutageTracker` reports once. Callers log it at DEBUG and retry later."""
 
 
 class Conflict(ClusterError):

@@ -85,7 +85,6 @@ class Applier:
             if isinstance(intent, Create):
                 if intent.spec.fingerprint in failed:
                     self.state.drop_reservation(intent.token)
-                    self._give_back(intent, intent.key)  # never tried
                     continue
                 name = self._create(intent)
                 if name is None:
@@ -106,7 +105,6 @@ class Applier:
 
     def _create(self, intent: Create) -> str | None:
         state = self.state
-        key: str | None = None
         try:
             key = intent.key if intent.key is not None else state.keys.take()
             if key is None:
@@ -125,27 +123,12 @@ class Applier:
             state.note_pod_name(intent.token, manifest["metadata"]["name"])
             return state.port.create_pod(manifest).name
         except ClusterError as error:
-            if isinstance(error, Unreachable) and not error.sent:
-                self._give_back(intent, key)
             if intent.for_request:
                 raise
             log.log(_level(error), "could not create a pod outside create-agent: %s", error)
             return None
         finally:
             state.drop_reservation(intent.token)
-
-    def _give_back(self, intent: Create, key: str | None) -> None:
-        """A creation that sent nothing used no key. A job's key is the waiting job's again, so its pod is
-        created as soon as the API answers (the pool is woken then: ClusterPool.next_wake) instead of at
-        GoCD's re-send two minutes later; a banked key goes back to the bank. (A key that may have reached
-        the server stays spent: keys are single-use.)"""
-        if key is None:
-            return
-        if intent.key is None:
-            self.state.keys.offer(key)
-        elif intent.job is not None:
-            with self.state.lock:
-                self.state.book.key_unused(intent.spec.fingerprint, intent.job.job_id, key)
 
     def _retire(self, retire: Retire, gocd: GoCDServer) -> list[str]:
         state = self.state

@@ -51,7 +51,6 @@ class ClusterPool:
         self.state = PoolState(port, identity, settings, clock, keys)
         self._writer_factory = writer_factory
         self.applier = Applier(self.state, writer_factory(port, clock, self.state), narrator)
-        self._recoveries_seen = port.outage.recoveries  # read and written by the waker only
 
     # -- life ------------------------------------------------------------------------------------------
 
@@ -178,14 +177,6 @@ class ClusterPool:
         self.requeue_unwritten()
         return done
 
-    def wake(self) -> None:
-        """What `next_wake` was due for: the waiting jobs after an outage, and the warm pool."""
-        recoveries = self.state.port.outage.recoveries
-        if recoveries != self._recoveries_seen:
-            self._recoveries_seen = recoveries  # a replaced port's tracker counts anew: one extra wake
-            self.serve_waiting_jobs()
-        self.top_up_warm_pool()
-
     def serve_waiting_jobs(self) -> list[str]:
         return self._background(lambda state, _now: warm.for_waiting_jobs(state))
 
@@ -211,13 +202,9 @@ class ClusterPool:
         with self.state.lock:  # the book is the state's: read under its lock
             return [(fp, spec) for fp, spec in self.state.book.recipes() if spec.schedule is not None]
 
-    def next_wake(self) -> float | None:
-        """When the pool wants to act without a request (clock seconds): now when the cluster has
-        answered again since the last wake (jobs whose creations an outage refused wait for pods), else
-        when a schedule's period may start or end next; None when neither."""
+    def next_period_change(self) -> float | None:
+        """When a schedule's period may start or end next (clock seconds); None without schedules."""
         now = self.clock.now()
-        if self.state.port.outage.recoveries != self._recoveries_seen:
-            return now
         changes = [spec.schedule.next_change(now) for _, spec in self.schedules() if spec.schedule]
         found = [change for change in changes if change is not None]
         return min(found) if found else None

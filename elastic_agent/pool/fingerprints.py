@@ -115,13 +115,6 @@ class FingerprintBook:
         if entry is not None and entry.key == key:
             entry.key = None
 
-    def key_unused(self, fingerprint: str, job_id: int, key: str) -> None:
-        """A creation with the job's key sent nothing: the key is the job's again, unless a re-send
-        brought a newer one meanwhile."""
-        entry = self._waiting.get(fingerprint, {}).get(job_id)
-        if entry is not None and entry.key is None:
-            entry.key = key
-
     def supersede(self, fingerprint: str) -> None:
         self._superseded[fingerprint] = None
 

@@ -36,7 +36,7 @@ from elastic_agent.pool.remote_file import RemoteFileFetcher
 from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, create_app, too_large
 from elastic_agent.service.heap_trim import DEFAULT_EVERY_S, HeapTrimmer, start_heap_trimmer
 from elastic_agent.service.metrics import Metrics
-from elastic_agent.service.wake_timer import WakeTimer
+from elastic_agent.service.period_timer import PeriodTimer
 from profiles.cluster import ClusterProfile
 
 if TYPE_CHECKING:
@@ -220,6 +220,6 @@ def serve_in_background(
     app = create_app(backend, token, Metrics(), stopping=stopping)
     server = WsgiServer(app, host, port, threads)
     server.start()
-    WakeTimer(backend, stopping).start()
+    PeriodTimer(backend, stopping).start()
     trimmer = start_heap_trimmer(backend.clock, stopping, heap_trim_every_s)
     return RunningService(app, backend, f"http://{host}:{server.port}", server, stopping, trimmer)

@@ -157,14 +157,14 @@ class VirtualStack:
     def _step(self, deadline: float) -> bool:
         """One instant: everything due at the next due time, if that is before `deadline`."""
         kubelet_due = self.kubelet.next_due()
-        wake_due = self.backend.next_wake() if self.transport.plugin is not None else None
+        period_due = self.backend.next_period_change() if self.transport.plugin is not None else None
         due = min(self.gocd.next_due_at(), math.inf if kubelet_due is None else kubelet_due,
-                  math.inf if wake_due is None else wake_due)  # fmt: skip
+                  math.inf if period_due is None else period_due)  # fmt: skip
         if due > deadline + _EPSILON_S:
             return False
         self.clock.move_to(due)
-        if wake_due is not None and wake_due <= due:
-            self.backend.wake()  # WakeTimer's work
+        if period_due is not None and period_due <= due:
+            self.backend.on_period_change()  # a ReuseSchedule period starts: PeriodTimer's work
         self.kubelet.step()
         self.gocd.step()
         self.settle()

@@ -327,7 +327,7 @@ class InProcessCluster:
         self.api_calls[verb] = self.api_calls.get(verb, 0) + 1
         if self._unreachable:
             self.outage.failed("connection refused")
-            raise Unreachable(f"cannot reach the fake cluster ({verb}): connection refused", sent=False)
+            raise Unreachable(f"cannot reach the fake cluster ({verb}): connection refused")
         self.outage.reached()
 
     def _on_change(self, kind: str, obj: Obj) -> None:

@@ -3,8 +3,8 @@ with its kubelet, and a plugin (this project's backend in process, or a baseline
 
 One loop: find the earliest due time among the GoCD model (scheduler ticks, agent polls, job ends,
 pings), the kubelet (pods finishing their boot), the trace (the next arrival) and the plugin (a
-ReuseSchedule period that may start or end, an outage's end: `Backend.next_wake`); move the clock there;
-let the trace schedule its jobs, wake the plugin when its time has come (`Backend.wake`, then settle),
+ReuseSchedule period that may start or end: `Backend.next_period_change`); move the clock there; let the
+trace schedule its jobs, wake the plugin when its time has come (`Backend.on_period_change`, then settle),
 the kubelet start pods (agents register), the model do its work (which calls the plugin), then let the
 plugin settle (the backend's deferred annotation writes) and the kubelet see what the plugin created or
 deleted. Nothing sleeps and no thread runs, so a seed fixes everything. The clock starts at
@@ -153,10 +153,10 @@ class ProjectPlugin:
         return dict(self.transport.requests), dict(self.transport.seconds, settle=self.settle_s)
 
     def next_due(self) -> float | None:
-        return self.backend.backend.next_wake()
+        return self.backend.backend.next_period_change()
 
     def wake(self) -> None:
-        self.backend.backend.wake()  # WakeTimer's work
+        self.backend.backend.on_period_change()  # a ReuseSchedule period starts: PeriodTimer's work
 
     def pending_writes(self) -> bool:
         return self.backend.pending_writes()
