@@ -17,6 +17,8 @@ import requests
 import yaml
 from dockerfile_parse import DockerfileParser
 
+from benchmarks.soak import allocator_in_use
+
 ROOT = Path(__file__).resolve().parent.parent
 JAR = "/opt/gocd-reuse/plugin/kubernetes-reuse-elastic-agent.jar"
 ENTRYPOINT = ["python", "-m", "elastic_agent", "serve", "--bind", "127.0.0.1:8155"]
@@ -145,7 +147,7 @@ def test_the_entrypoint_with_the_charts_args_serves_and_answers_the_charts_probe
         assert process.stdout is not None
         line = process.stdout.readline()
         assert line.startswith("listening on "), line
-        assert "libjemalloc" in Path(f"/proc/{process.pid}/maps").read_text(), "jemalloc is its malloc"
+        assert allocator_in_use(process.pid) == "jemalloc"
         url = line.split()[-1]
         deadline = time.monotonic() + 20
         while requests.get(f"{url}/healthz", timeout=2).status_code != 200:
