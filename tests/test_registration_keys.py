@@ -1,13 +1,24 @@
-"""Registration keys kept for the warm pool: newest first, single use, dropped before they expire."""
+"""Registration keys: GoCD's are single-use, so each goes into one pod, never two; the ones kept for the
+warm pool are used newest first and dropped before they expire."""
+
+from __future__ import annotations
+
+from typing import Any
 
 from elastic_agent.clock import ManualClock
+from elastic_agent.gocd.messages import JobIdentifier, cluster_profile
 from elastic_agent.pool.keys import RegistrationKeys
+from elastic_agent.simulation.gocd_model import ENV_KEY
+from elastic_agent.simulation.harness import VirtualStack
+from tests.stack_helpers import reuse_profile, schedule
+from tests.virtual_helpers import run_to_idle, virtual_stack
 
 
-def test_the_newest_key_is_used_first_and_only_once() -> None:
-    keys = RegistrationKeys(ManualClock())
-    keys.offer("old")
-    keys.offer("new")
+def test_the_newest_key_is_used_first_and_only_once_whatever_order_keys_come_in() -> None:
+    clock = ManualClock()
+    keys = RegistrationKeys(clock)
+    keys.offer("new", clock.now() + 1)
+    keys.offer("old", clock.now())
     assert keys.take() == "new"
     assert keys.take() == "old"
     assert keys.take() is None
@@ -16,9 +27,9 @@ def test_the_newest_key_is_used_first_and_only_once() -> None:
 def test_keys_past_their_age_are_never_used() -> None:
     clock = ManualClock()
     keys = RegistrationKeys(clock, max_age_s=25 * 60)
-    keys.offer("a")
+    keys.offer("a", clock.now())
     clock.advance(20 * 60)
-    keys.offer("b")
+    keys.offer("b", clock.now())
     clock.advance(6 * 60)
     assert len(keys) == 1
     assert keys.take() == "b"
@@ -26,8 +37,45 @@ def test_keys_past_their_age_are_never_used() -> None:
 
 
 def test_a_re_offered_key_is_kept_once_and_never_shown() -> None:
-    keys = RegistrationKeys(ManualClock())
-    keys.offer("secret-key")
-    keys.offer("secret-key")
+    clock = ManualClock()
+    keys = RegistrationKeys(clock)
+    keys.offer("secret-key", clock.now())
+    keys.offer("secret-key", clock.now())
     assert len(keys) == 1
     assert "secret-key" not in repr(keys)
+
+
+def pod_keys(stack: VirtualStack) -> list[str]:
+    return [
+        env["value"]
+        for pod in stack.pods()
+        for container in pod["spec"]["containers"]
+        for env in container.get("env") or []
+        if env["name"] == ENV_KEY
+    ]
+
+
+def test_a_key_kept_by_a_waiting_job_is_not_also_banked_for_the_warm_pool() -> None:
+    """The issue's reproduction, in process: an idle pod, MinIdlePods 1, a create-agent that needs no new
+    pod, the idle pod evicted; the next ping creates a pod for the waiting job and one for the warm pool.
+    The simulated server refuses a spent key as gocd/gocd's `AgentRegistrationController.agentRequest`
+    does (`EphemeralAutoRegisterKeyService.validateAndRevoke`)."""
+    stack = virtual_stack(boot_delay=5, poll_interval_s=120.0)
+    profile: dict[str, Any] = reuse_profile(stack, MinIdlePods="1")
+    idle_pod = run_to_idle(stack, schedule(stack, profile))
+    backend = stack.backend
+    gocd = backend.gocd_servers.for_callback(None)
+    cluster = cluster_profile(stack.cluster_profile())
+    pool = backend.pool(cluster, gocd)
+    job = JobIdentifier("build", "7", 7, "stage", "1", "waits", 9001)
+    key = stack.gocd.issue_key(job.job_id)
+    spec = backend.spec(profile, cluster, None, job.pipeline_name)
+    outcome = pool.create_agent(job, spec, key, gocd)
+    assert outcome.created is None and outcome.message.startswith("no new pod needed")
+    stack.kubelet.evict(idle_pod)
+    pings = stack.gocd.stats.pings_sent
+    stack.run_until(lambda: stack.gocd.stats.pings_sent > pings, 120, "a server-ping")
+    stack.run_for(60)
+    keys = pod_keys(stack)
+    assert keys.count(key) == 1, "the key went into exactly one pod"
+    assert stack.gocd.refusals == []

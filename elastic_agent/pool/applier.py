@@ -23,7 +23,6 @@ from elastic_agent.gocd.server import GoCDError, GoCDServer
 from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.intents import (
     Assign,
-    BankKey,
     Create,
     Mark,
     Plan,
@@ -67,13 +66,11 @@ class Applier:
             elif isinstance(intent, Reserve):
                 state.commit_reservation(intent.token, intent.fingerprint)
             elif isinstance(intent, Wait):
-                state.book.wait(intent.job, intent.spec, intent.key, now)
+                state.commit_wait(intent, now)
             elif isinstance(intent, Create) and intent.job is not None and intent.key is not None:
                 state.book.key_used(intent.spec.fingerprint, intent.job.job_id, intent.key)
             elif isinstance(intent, Supersede):
                 state.book.supersede(intent.fingerprint)
-            elif isinstance(intent, BankKey):
-                state.keys.offer(intent.key)
 
     def carry_out(self, plan: Plan, gocd: GoCDServer | None) -> Done:
         """The calls, in plan order. A `for_request` creation that fails raises (after its reservation is

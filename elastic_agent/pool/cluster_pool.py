@@ -132,7 +132,7 @@ class ClusterPool:
     def create_agent(self, job: JobIdentifier, spec: JobSpec, key: str, gocd: GoCDServer) -> CreateOutcome:
         now = self.clock.now()
         with self.state.lock:
-            self.state.book.expire_waiting(now)
+            self.state.forget_waiting(now)
             plan = decisions.create_agent(self.state, job, spec, key, now)
             self.applier.commit(plan, now)
         done = self.applier.carry_out(plan, gocd)
@@ -170,7 +170,7 @@ class ClusterPool:
             retirements = reaping.retirements(self.state, agents, now)
             self.applier.commit(retirements, now)
             records = self.state.records()
-            self.state.book.forget_unused(now, {r.fingerprint for r in records if r.fingerprint})
+            self.state.forget_waiting(now, {r.fingerprint for r in records if r.fingerprint})
         done = self.applier.carry_out(repairs + retirements, gocd)
         done.created += self.serve_waiting_jobs()
         done.created += self.top_up_warm_pool()

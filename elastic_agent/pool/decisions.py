@@ -15,7 +15,6 @@ from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.intents import (
     NOTHING,
     Assign,
-    BankKey,
     Create,
     Intent,
     Mark,
@@ -57,7 +56,7 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
                 f"no new pod needed: {waiting} job{'s' if waiting != 1 else ''} waiting, {idle} idle and "
                 f"{booting} booting pod{'s' if booting != 1 else ''} of this profile"
             )
-            return Plan((*intents, *_keep_key(spec, key)), text)
+            return Plan(tuple(intents), text)
     else:
         mine = next((r for r in view.created_for(job.job_id) if state.alive(r)), None)
         if mine is not None:
@@ -71,14 +70,14 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
             f"waiting: {pending} pods have not registered yet, the limit (pending_pods_count) is "
             f"{settings.pending_pods_count}; GoCD will ask again"
         )
-        return Plan((*intents, *_keep_key(spec, key)), text)
+        return Plan(tuple(intents), text)
     if state.room(view) == 0:  # max_pods: the pending limit was checked above
         victim = _make_room_for(spec, state, view)
         if victim is None:
             text = (
                 f"waiting: all {settings.max_pods} pods allowed by max_pods are in use; GoCD will ask again"
             )
-            return Plan((*intents, *_keep_key(spec, key)), text)
+            return Plan(tuple(intents), text)
         intents += [marks.retiring(victim.name, MAKING_ROOM), Retire(((victim.name, MAKING_ROOM),))]
     if spec.reuse:
         said = f"created pod {{pod}}: {_count(waiting, 'job')} waiting, {_count(supply + 1, 'pod')} booting"
@@ -89,11 +88,6 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
         Create(job.job_id, job, spec, key, said, for_request=True),
     ]
     return Plan(tuple(intents))
-
-
-def _keep_key(spec: JobSpec, key: str) -> tuple[Intent, ...]:
-    """The job's key created nothing: keep it for the warm pool (a key is not bound to a pod)."""
-    return (BankKey(key),) if spec.reuse and spec.wants_warm_pods else ()
 
 
 def _make_room_for(spec: JobSpec, state: PoolState, view: RecordIndex) -> PodRecord | None:

@@ -3,7 +3,10 @@
 Three things, none of them on the pods (a restart may lose them: GoCD re-sends create-agent to every
 waiting job every two minutes, which brings them back):
 - the jobs waiting for a pod of the fingerprint, each with the registration key of its latest
-  create-agent while no pod used it;
+  create-agent while no pod used it. A key lives in one place only (docs/architecture.md, "Where
+  registration keys live"): here, in a pod, or in the warm pool's bank. So every change that takes a
+  key out of a waiting job's entry without putting it into a pod (a re-send brought a newer one, the
+  job was served by another pod, the job was forgotten) returns it, for the caller to bank or drop;
 - the recipe: the latest JobSpec asked for, from which the warm pool and the waiting jobs get pods
   created outside create-agent;
 - whether the fingerprint is superseded: a job-completion showed that its profile was edited, so its
@@ -33,11 +36,22 @@ WAITING_TTL_S = 300.0
 FORGET_AFTER_S = 3600.0
 
 
+@dataclass(frozen=True)
+class HeldKey:
+    """A registration key and when create-agent brought it (its age decides how long it stays usable)."""
+
+    key: str
+    since: float
+
+    def __repr__(self) -> str:  # a key is a secret: never shown
+        return f"HeldKey(since={self.since})"
+
+
 @dataclass
 class WaitingJob:
     job: JobIdentifier
     last_seen: float
-    key: str | None = None  # the registration key of its latest create-agent, while no pod used it
+    key: HeldKey | None = None  # the registration key of its latest create-agent, while no pod used it
 
 
 @dataclass
@@ -92,27 +106,33 @@ class FingerprintBook:
 
     # -- changing (the Applier's commits) ------------------------------------------------------------
 
-    def wait(self, job: JobIdentifier, spec: JobSpec, key: str, now: float) -> None:
-        """The job waits for a pod of its fingerprint; a re-send refreshes its key (idempotent)."""
+    def wait(self, job: JobIdentifier, spec: JobSpec, key: str, now: float) -> HeldKey | None:
+        """The job waits for a pod of its fingerprint; a re-send refreshes its key (idempotent). Returns
+        the key the entry held before, unused, which the newer one replaces (the newest lives longest)."""
         fingerprint = spec.fingerprint
         self._recipes[fingerprint] = Recipe(spec, now)
         self._superseded.pop(fingerprint, None)  # asked for again: the profile is current (again)
         jobs = self._waiting.setdefault(fingerprint, {})
         entry = jobs.get(job.job_id)
         if entry is None:
-            jobs[job.job_id] = WaitingJob(job, now, key)
-        else:
-            entry.last_seen, entry.key = now, key
+            jobs[job.job_id] = WaitingJob(job, now, HeldKey(key, now))
+            return None
+        entry.last_seen = now
+        if entry.key is not None and entry.key.key == key:
+            return None  # the same request again
+        displaced, entry.key = entry.key, HeldKey(key, now)
+        return displaced
 
-    def served(self, fingerprint: str, job_id: int) -> None:
+    def served(self, fingerprint: str, job_id: int) -> HeldKey | None:
+        """The job got a pod; returns its key if no pod was created with it."""
         jobs = self._waiting.get(fingerprint)
-        if jobs is not None:
-            jobs.pop(job_id, None)
+        entry = jobs.pop(job_id, None) if jobs is not None else None
+        return entry.key if entry is not None else None
 
     def key_used(self, fingerprint: str, job_id: int, key: str) -> None:
         """A pod was created with the job's key: keys register one agent."""
         entry = self._waiting.get(fingerprint, {}).get(job_id)
-        if entry is not None and entry.key == key:
+        if entry is not None and entry.key is not None and entry.key.key == key:
             entry.key = None
 
     def supersede(self, fingerprint: str) -> None:
@@ -120,21 +140,27 @@ class FingerprintBook:
 
     # -- forgetting ----------------------------------------------------------------------------------
 
-    def expire_waiting(self, now: float) -> None:
+    def expire_waiting(self, now: float) -> list[tuple[str, HeldKey]]:
+        """Forget the jobs not re-sent for WAITING_TTL_S; returns their unused keys, by fingerprint."""
+        unused: list[tuple[str, HeldKey]] = []
         for fingerprint in list(self._waiting):
             jobs = self._waiting[fingerprint]
             for job_id in [j for j, entry in jobs.items() if now - entry.last_seen > WAITING_TTL_S]:
-                del jobs[job_id]
+                key = jobs.pop(job_id).key
+                if key is not None:
+                    unused.append((fingerprint, key))
             if not jobs:
                 del self._waiting[fingerprint]
+        return unused
 
-    def forget_unused(self, now: float, with_pods: Collection[str]) -> None:
+    def forget_unused(self, now: float, with_pods: Collection[str]) -> list[tuple[str, HeldKey]]:
         """Drop what no waiting job, no pod (`with_pods`: the fingerprints pods have) and no recent
-        request needs any more."""
-        self.expire_waiting(now)
+        request needs any more; returns the unused keys of the jobs forgotten (`expire_waiting`)."""
+        unused = self.expire_waiting(now)
         for fingerprint in [fp for fp in self._superseded if fp not in with_pods]:
             del self._superseded[fingerprint]
         for fingerprint, recipe in list(self._recipes.items()):
-            unused = fingerprint not in self._waiting and fingerprint not in with_pods
-            if unused and now - recipe.last_asked > FORGET_AFTER_S:
+            unused_recipe = fingerprint not in self._waiting and fingerprint not in with_pods
+            if unused_recipe and now - recipe.last_asked > FORGET_AFTER_S:
                 del self._recipes[fingerprint]
+        return unused

@@ -11,11 +11,12 @@ simulator, and what makes a decision testable by looking at the plan.
 In memory, under the lock:
 - `Mark`: write these annotations and labels on a pod (they count at once; the writer persists them).
 - `Reserve`: a pod is about to be created for a fingerprint; it counts as supply until it exists.
-- `Wait`: a job waits for a pod of its fingerprint (GoCD re-sends create-agent until it is assigned).
+- `Wait`: a job waits for a pod of its fingerprint (GoCD re-sends create-agent until it is assigned),
+  holding its registration key until a pod is created with it or another pod serves the job (then the
+  key goes to the warm pool's bank).
 - `Assign`: a pod said `true` to a job; the job is no longer waiting.
 - `Release`: the pod's job is over (job-completion, or GoCD says the agent is idle).
 - `Supersede`: the profile behind a fingerprint was edited: its pods are stale.
-- `BankKey`: a registration key no pod needed, kept for the warm pool.
 
 Carried out after the lock, in plan order:
 - `Create`: create a pod (its reservation was taken with the decision).
@@ -72,11 +73,6 @@ class Supersede:
 
 
 @dataclass(frozen=True)
-class BankKey:
-    key: str
-
-
-@dataclass(frozen=True)
 class Create:
     """`key` None: take the newest banked key when creating (the warm pool)."""
 
@@ -104,7 +100,7 @@ class Say:
     job: JobIdentifier | None = None
 
 
-Intent = Mark | Reserve | Wait | Assign | Release | Supersede | BankKey | Create | Retire | Say
+Intent = Mark | Reserve | Wait | Assign | Release | Supersede | Create | Retire | Say
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, ClusterPort, PodView
-from elastic_agent.pool.fingerprints import FingerprintBook
+from elastic_agent.pool.fingerprints import FingerprintBook, HeldKey
 from elastic_agent.pool.index import RecordIndex
+from elastic_agent.pool.intents import Wait
 from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.records import PodRecord, PodState
@@ -301,7 +302,27 @@ class PoolState:
         self.commit_release(pod)
         self._assigned[pod] = (job_id, now)
         self._pod_of_job[job_id] = pod
-        self.book.served(fingerprint, job_id)
+        self.bank(fingerprint, self.book.served(fingerprint, job_id))
+
+    def commit_wait(self, wait: Wait, now: float) -> None:
+        self.bank(wait.spec.fingerprint, self.book.wait(wait.job, wait.spec, wait.key, now))
+
+    def bank(self, fingerprint: str, key: HeldKey | None) -> None:
+        """A key a waiting job let go of without a pod using it: the warm pool's, if its profile has one
+        (it stays valid until it expires and is bound to no job); else it is dropped."""
+        spec = self.book.recipe(fingerprint)
+        if key is not None and spec is not None and spec.reuse and spec.wants_warm_pods:
+            self.keys.offer(key.key, key.since)
+
+    def forget_waiting(self, now: float, with_pods: Collection[str] | None = None) -> None:
+        """Jobs not re-sent for long (fingerprints.WAITING_TTL_S) are forgotten; with `with_pods`, also
+        the recipes no pod and no job needs (FingerprintBook.forget_unused). Their keys go to the bank."""
+        if with_pods is None:
+            unused = self.book.expire_waiting(now)
+        else:
+            unused = self.book.forget_unused(now, with_pods)
+        for fingerprint, key in unused:
+            self.bank(fingerprint, key)
 
     def commit_release(self, pod: str) -> None:
         assigned = self._assigned.pop(pod, None)

@@ -15,7 +15,8 @@ from elastic_agent.pool.state import PoolState
 def for_waiting_jobs(state: PoolState) -> Plan:
     """Pods while a fingerprint's waiting jobs outnumber its booting and idle pods, with those jobs'
     unused keys (newest first: it lives longest), so that no job waits for GoCD's two-minute re-send
-    because a pod it counted on went away."""
+    because a pod it counted on went away. Only the jobs' own keys: the bank's are the warm pool's, and
+    a key is in one of the two, never both."""
     view = state.indexed()
     room = state.room(view)
     intents: list[Intent] = []
@@ -24,12 +25,12 @@ def for_waiting_jobs(state: PoolState) -> Plan:
         if spec is None or room <= 0:
             continue
         waiting, supply = state.demand(fingerprint, view)
-        with_keys = [entry for entry in state.book.waiting(fingerprint) if entry.key is not None]
-        with_keys.sort(key=lambda entry: entry.last_seen, reverse=True)  # stable: ties keep their order
-        for entry in with_keys[: max(0, min(waiting - supply, room))]:
-            token = ("waiting", entry.job.job_id)
+        with_keys = [(entry.job, entry.key) for entry in state.book.waiting(fingerprint) if entry.key]
+        with_keys.sort(key=lambda held: held[1].since, reverse=True)  # stable: ties keep their order
+        for job, held in with_keys[: max(0, min(waiting - supply, room))]:
+            token = ("waiting", job.job_id)
             said = "created pod {pod}: jobs of its profile were still waiting"
-            intents += [Reserve(token, fingerprint), Create(token, entry.job, spec, entry.key, said)]
+            intents += [Reserve(token, fingerprint), Create(token, job, spec, held.key, said)]
             room -= 1
     return Plan(tuple(intents))
 

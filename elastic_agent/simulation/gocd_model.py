@@ -218,8 +218,6 @@ class SimulatedGoCD(ServerSide):
                 return
             self.registrations.append(attempt)
             self.stats.registrations_accepted += 1
-            registration_key = self._keys[key]
-            registration_key.used_by, registration_key.used_at = agent_id, now
             digest = hashlib.blake2b(f"{self.config.seed}/{agent_id}".encode(), digest_size=8).digest()
             poll_seed = int.from_bytes(digest, "big")
             agent = Agent(agent_id, pod_name, env[ENV_PLUGIN_ID], environments, now, poll_seed=poll_seed)
@@ -230,14 +228,16 @@ class SimulatedGoCD(ServerSide):
     def _registration_refusal(
         self, agent_id: str, plugin_id: str, env: Mapping[str, str], key: str, now: float
     ) -> str | None:
+        """Why the server refuses the registration, or None. Modelled on gocd/gocd's
+        `AgentRegistrationController.agentRequest`: an elastic agent's key is validated and revoked
+        first (`shouldAutoRegister` -> `EphemeralAutoRegisterKeyService.validateAndRevoke`, one
+        `ConcurrentMap.remove` that only one caller can win), and only then are the ids checked, so a
+        registration refused for a duplicate elastic agent id has spent its key all the same. A refused
+        agent keeps retrying with the same key and is refused forever: it never registers."""
+        if not env.get(ENV_SERVER_URL, "").rstrip("/").endswith("/go"):
+            return "the agent has no server URL ending in /go"  # it never reaches the server
         if not agent_id or not plugin_id:
             return "the elastic agent id and the plugin id are both required"
-        if plugin_id != self.config.plugin_id:
-            return f"no elastic agent plugin with id {plugin_id}"
-        if not env.get(ENV_SERVER_URL, "").rstrip("/").endswith("/go"):
-            return "the agent has no server URL ending in /go"
-        if agent_id in self._agents:
-            return "an agent with this elastic agent id and plugin id is already registered"
         registration_key = self._keys.get(key)
         if registration_key is None:
             return "unknown auto-register key"
@@ -245,6 +245,11 @@ class SimulatedGoCD(ServerSide):
             return "auto-register key already used"
         if now >= registration_key.expires_at:
             return "auto-register key expired"
+        registration_key.used_by, registration_key.used_at = agent_id, now  # revoked: whatever follows
+        if plugin_id != self.config.plugin_id:
+            return f"no elastic agent plugin with id {plugin_id}"
+        if agent_id in self._agents:
+            return "an agent with this elastic agent id and plugin id is already registered"
         return None
 
     def agent_stopped(self, pod_name: str) -> None:
@@ -378,14 +383,18 @@ class SimulatedGoCD(ServerSide):
                     self.stats.create_agent_resends += 1
                 self.stats.create_agent_sent += 1
                 job.create_agent_sent_at, job.create_agent_sends = now, job.create_agent_sends + 1
-                key = self._issue_key(job, now)
+                key = self.issue_key(job.job_id)
                 sends.append(wire.create_agent_body(key, *job.profiles(), job.environment, job.identifier()))
         for body in sends:
             self._call("create-agent", body)
 
-    def _issue_key(self, job: Job, now: float) -> str:
-        key = f"{self._key_rng.getrandbits(128):032x}"
-        self._keys[key] = RegistrationKey(key, job.job_id, now, now + self.config.key_ttl_s)
+    def issue_key(self, job_id: int) -> str:
+        """A fresh single-use auto-register key, as the server's `EphemeralAutoRegisterKeyService
+        .autoRegisterKey` issues one for each create-agent (it expires `key_ttl_s` after issue)."""
+        now = self._clock.now()
+        with self._state_lock:
+            key = f"{self._key_rng.getrandbits(128):032x}"
+            self._keys[key] = RegistrationKey(key, job_id, now, now + self.config.key_ttl_s)
         return key
 
     def _run_polls(self) -> None:
