@@ -4,6 +4,7 @@ then the reuse knobs and rules."""
 
 from __future__ import annotations
 
+from elastic_agent.kube.adapter import MERGE_PATCH
 from elastic_agent.pool import labels
 from tests.stack_helpers import pod, pod_names, reuse_profile, schedule, state
 from tests.virtual_helpers import assigned, completed, run_to_idle, virtual_stack, wait_state
@@ -242,6 +243,25 @@ def test_busy_pods_refuse_disruption_and_idle_pods_allow_it() -> None:
     wait_state(stack, name, "busy")
     busy = (pod(stack, name) or {})["metadata"]["annotations"]
     assert busy[labels.ANN_SAFE_TO_EVICT] == "false" and busy[labels.ANN_DO_NOT_DISRUPT] == "true"
+
+
+def test_a_pod_repaired_to_busy_from_gocds_agent_list_refuses_disruption_like_any_busy_pod() -> None:
+    """A restart lost the `true` before it reached the pod: the pod still says idle (and evictable)
+    while GoCD lists its agent as Building; the ping's repair marks it busy with the same protection."""
+    stack = virtual_stack(boot_delay=5)
+    profile = reuse_profile(stack)
+    name = run_to_idle(stack, schedule(stack, profile))
+    idle = dict((pod(stack, name) or {})["metadata"]["annotations"])
+    assigned(stack, schedule(stack, profile, duration=3600))
+    wait_state(stack, name, "busy")
+    lost = {key: idle.get(key) for key in (labels.ANN_STATE, labels.ANN_STATE_SINCE, labels.ANN_CURRENT_JOB,
+                                           labels.ANN_SAFE_TO_EVICT, labels.ANN_DO_NOT_DISRUPT)}  # fmt: skip
+    stack.store.patch_pod(stack.namespace, name, {"metadata": {"annotations": lost}}, MERGE_PATCH)
+    stack.restart_backend()
+    assert state(stack, name) == "idle"
+    wait_state(stack, name, "busy")  # the first ping's repair
+    repaired = (pod(stack, name) or {})["metadata"]["annotations"]
+    assert repaired[labels.ANN_SAFE_TO_EVICT] == "false" and repaired[labels.ANN_DO_NOT_DISRUPT] == "true"
 
 
 def test_evicting_an_idle_pod_is_a_normal_retirement() -> None:

@@ -14,6 +14,9 @@ from elastic_agent.pool.pods import job_annotation, job_labels, reuse_annotation
 from elastic_agent.pool.records import PodRecord, PodState
 
 NO_JOB_LABELS: dict[str, str | None] = {labels.LABEL_JOB_ID: None, labels.LABEL_JOB_NAME: None}
+# What the cluster autoscaler and Karpenter read: a busy pod, however it became busy, must not be moved.
+PROTECTED: dict[str, str | None] = {labels.ANN_SAFE_TO_EVICT: "false", labels.ANN_DO_NOT_DISRUPT: "true"}
+UNPROTECTED: dict[str, str | None] = {labels.ANN_SAFE_TO_EVICT: "true", labels.ANN_DO_NOT_DISRUPT: None}
 
 
 def idle(now: float) -> dict[str, str | None]:
@@ -21,8 +24,7 @@ def idle(now: float) -> dict[str, str | None]:
         labels.ANN_STATE: PodState.IDLE.value,
         labels.ANN_STATE_SINCE: f"{now:.3f}",
         labels.ANN_CURRENT_JOB: None,
-        labels.ANN_SAFE_TO_EVICT: "true",
-        labels.ANN_DO_NOT_DISRUPT: None,
+        **UNPROTECTED,
     }
 
 
@@ -41,16 +43,18 @@ def busy(pod: str, job: JobIdentifier, now: float) -> Mark:
             labels.ANN_STATE: PodState.BUSY.value,
             labels.ANN_STATE_SINCE: f"{now:.3f}",
             labels.ANN_CURRENT_JOB: job_annotation(job),
-            labels.ANN_SAFE_TO_EVICT: "false",
-            labels.ANN_DO_NOT_DISRUPT: "true",
+            **PROTECTED,
         },
         job_labels(job),
     )
 
 
 def busy_with_unknown_job(pod: str, now: float) -> Mark:
-    """GoCD lists the agent as building a job this backend did not give it (a restart lost the `true`)."""
-    return Mark(pod, {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}"})
+    """GoCD lists the agent as building a job this backend did not give it (a restart lost the `true`):
+    as protected from disruption as any busy pod."""
+    return Mark(
+        pod, {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}", **PROTECTED}
+    )
 
 
 def job_done(job: JobIdentifier, jobs_run: int) -> Changes:
