@@ -6,10 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from elastic_agent.clock import ManualClock, SystemClock
+from elastic_agent.clock import SystemClock
 from elastic_agent.kube.adapter import KubeCluster
 from elastic_agent.kube.connect import ConnectError, connect, pem_from_profile
-from elastic_agent.kube.pod_cache import TOMBSTONE_TTL_S
 from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound, PodView
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore
@@ -105,18 +104,6 @@ def test_watch_keeps_the_cache_current(fake_kube: FakeKubeServer, cluster: KubeC
         ("DELETED", "existing", "Running"), ("MODIFIED", "from-elsewhere", "Pending"),
         ("DELETED", "from-elsewhere", "Pending"),
     ]  # fmt: skip
-
-
-def test_an_older_event_never_rolls_the_cache_back(cluster: KubeCluster) -> None:
-    created = cluster.create_pod(pod_manifest("rv"))
-    stale = pod_manifest("rv", OURS)
-    stale["metadata"].update(namespace=NS, resourceVersion=str(int(created.resource_version) - 1))
-    assert cluster.cache.fold("MODIFIED", stale) is None
-    cluster.delete_pod("rv")
-    # an event from before the deletion does not resurrect it
-    assert cluster.cache.fold("MODIFIED", {**stale, "metadata": {**stale["metadata"],
-                              "resourceVersion": created.resource_version}}) is None  # fmt: skip
-    assert cluster.get("rv") is None
 
 
 def test_relists_after_410_gone(fake_kube: FakeKubeServer, cluster: KubeCluster) -> None:
@@ -276,27 +263,3 @@ def test_with_the_simulated_kubelet(fake_kube: FakeKubeServer, cluster: KubeClus
         assert wait_for(lambda: (p := cluster.get("booting")) is not None and p.reason == "Evicted")
     finally:
         kubelet.stop()
-
-
-def test_tombstones_of_deleted_pods_expire_after_ten_minutes_of_the_clock(fake_kube: FakeKubeServer) -> None:
-    clock = ManualClock()
-    adapter = KubeCluster.connect(NS, OURS, clock, url=fake_kube.url, token=fake_kube.api.token,
-                                  watch_timeout=1, request_timeout=2.0)  # fmt: skip
-    adapter.start()
-    try:
-        assert adapter.wait_synced(5)
-        for name in ("first", "second"):
-            adapter.create_pod(pod_manifest(name, {}))
-            adapter.delete_pod(name)
-        assert adapter.retained() == {"tombstones": 2}
-        clock.advance(TOMBSTONE_TTL_S - 1)
-        adapter.create_pod(pod_manifest("third", {}))
-        adapter.delete_pod("third")
-        assert adapter.retained() == {"tombstones": 3}  # not yet ten minutes
-        clock.advance(2)
-        adapter.create_pod(pod_manifest("fourth", {}))
-        adapter.delete_pod("fourth")
-        assert adapter.retained() == {"tombstones": 2}  # first and second are gone, third and fourth kept
-        assert adapter.get("third") is None and adapter.get("fourth") is None
-    finally:
-        adapter.stop()

@@ -4,7 +4,7 @@ One daemon thread lists the pods matching the selector, then watches from the li
 a watch that ends is resumed from the last version seen, a 410 Gone or an error leads to a fresh list
 (after a backoff on the clock, for errors). Requests read the cache only. Writes update the cache from
 their response at once (read-your-writes); which version of a pod wins is the cache's rule
-(pod_cache.py).
+(pod_cache.py); resourceVersions are opaque there, compared for equality only.
 
 Every call's outcome goes to the port's `OutageTracker` (outage.py): a call without an answer raises
 `Unreachable`, which the tracker logs once per outage; the watch's own retries are DEBUG lines then.
@@ -169,9 +169,11 @@ class KubeCluster:
                 raise ValueError(f"the pod's label {key}={labels[key]} contradicts this cluster's {value}")
         meta["labels"] = labels
         body["metadata"] = meta
-        resp = self._call("create", lambda: self._core.create_namespaced_pod(
-            self.namespace, body, _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
-        return self.cache.apply("ADDED", json.loads(resp.data))
+        with self.cache.writing(str(meta.get("name") or "")) as write:
+            resp = self._call("create", lambda: self._core.create_namespaced_pod(
+                self.namespace, body, _preload_content=False,
+                _request_timeout=self.request_timeout))  # fmt: skip
+            return write.took(json.loads(resp.data))
 
     def patch_pod_metadata(
         self,
@@ -183,24 +185,28 @@ class KubeCluster:
     ) -> PodView:
         patch = metadata_patch(labels, annotations, resource_version)
         # The classic client would pick strategic-merge for a dict body; force a JSON merge patch.
-        resp = self._call("patch", lambda: self._core.patch_namespaced_pod(
-            name, self.namespace, patch, _content_type=MERGE_PATCH,
-            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
-        return self.cache.apply("MODIFIED", json.loads(resp.data))
+        with self.cache.writing(name) as write:
+            resp = self._call("patch", lambda: self._core.patch_namespaced_pod(
+                name, self.namespace, patch, _content_type=MERGE_PATCH,
+                _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+            return write.took(json.loads(resp.data))
 
     def delete_pod(self, name: str) -> None:
-        try:
-            resp = self._call("delete", lambda: self._core.delete_namespaced_pod(
-                name, self.namespace, _preload_content=False,
-                _request_timeout=self.request_timeout))  # fmt: skip
-        except NotFound:
-            self.cache.forget(name)
-            return
-        obj = json.loads(resp.data)
-        meta = obj.get("metadata") or {}
-        graceful = bool(meta.get("deletionTimestamp")) and (meta.get("deletionGracePeriodSeconds") or 0) > 0
-        # Graceful: the pod is still there, terminating; the watch will report it gone later.
-        self.cache.apply("MODIFIED" if graceful else "DELETED", obj)
+        with self.cache.writing(name) as write:
+            try:
+                resp = self._call("delete", lambda: self._core.delete_namespaced_pod(
+                    name, self.namespace, _preload_content=False,
+                    _request_timeout=self.request_timeout))  # fmt: skip
+            except NotFound:
+                write.removed()
+                return
+            obj = json.loads(resp.data)
+            meta = obj.get("metadata") or {}
+            # Graceful: the pod is still there, terminating; the watch will report it gone later.
+            if meta.get("deletionTimestamp") and (meta.get("deletionGracePeriodSeconds") or 0) > 0:
+                write.took(obj)
+            else:
+                write.removed()
 
     # -- other reads (API calls, for status reports) --------------------------------------------------
 
@@ -319,12 +325,13 @@ class KubeCluster:
             self.clock.sleep(min(remaining, 0.25))
 
     def _relist(self) -> str:
+        started = self.cache.mark()
         resp = self._call("list", lambda: self._core.list_namespaced_pod(
             self.namespace, label_selector=self._label_selector,
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
         body = json.loads(resp.data)
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
-        self.cache.replace(body.get("items") or [], version)
+        self.cache.replace(body.get("items") or [], started)
         self._synced.set()
         self._set_problem(None)
         return version

@@ -1,13 +1,28 @@
-"""The adapter's cache of this plugin's pods (adapter.py), and the rules of which version of a pod wins.
+"""The adapter's cache of this plugin's pods (adapter.py), and the rules of which version of a pod it
+shows.
 
-Versions arrive from three places in any order: the responses of our own writes, the watch's events and
-a fresh list. The cache keeps the newest by resourceVersion and never rolls back; a pod relabelled out of
-the selector counts as deleted; a pod seen deleted does not come back from an older version, which is
-what its tombstone remembers. Listeners (the pool) hear every change once, outside the lock, in the
-order the cache took them.
+Versions arrive from three places: a list, the watch that follows it, and the responses of our own
+writes. A resourceVersion is opaque (Kubernetes' API conventions; client-go's informers compare it for
+equality only), so order never comes from comparing versions. It comes from the watch, which delivers
+every change of a pod in the order the server made them:
 
-Its own module because these rules are the subtle part of the adapter and hold whatever API they are fed
-from; the adapter keeps the calls, their errors and the list + watch loop.
+- The watch and the list are the truth, taken in the order they arrive.
+- A write's response is shown at once (read-your-writes), as a version of our own, until the watch
+  delivers that same resourceVersion (the watch has caught up: from then on its events are newer) or
+  the pod is deleted. An event the watch delivers meanwhile is older than our write: it is kept as the
+  watch's but not shown. A response whose version the watch already delivered while the write was on
+  its way, or that was overtaken by the pod's deletion, is not taken at all: the watch is ahead.
+- A pod our delete removed (or that a delete found gone) stays hidden until the watch says DELETED, so
+  that the watch's older events cannot bring it back.
+- A list made after a write completed shows that write or something newer: it replaces our version.
+  Our versions of writes that overlapped a list, and hidden pods the watch never confirms, expire after
+  a while on the clock (`LOCAL_TTL_S`), so that a missed confirmation cannot pin an old version.
+
+A pod relabelled out of the selector counts as deleted. Listeners (the pool) hear every change of what
+the cache shows, once, outside the lock, in the order the cache took them.
+
+Its own module because these rules are the subtle part of the adapter and hold whatever API they are
+fed from; the adapter keeps the calls, their errors and the list + watch loop.
 """
 
 from __future__ import annotations
@@ -15,7 +30,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -27,19 +44,14 @@ from elastic_agent.redaction import traceback_text
 log = logging.getLogger(__name__)
 
 MAX_TOMBSTONES = 4096
-# How long a deleted pod's tombstone is kept, in clock seconds. The stragglers it guards against (a write's
-# response or a watch event older than the deletion) are seconds old at most; kept by count alone, the
-# tombstones of a busy cluster filled to MAX_TOMBSTONES over the first hour and stayed there (the soak).
-TOMBSTONE_TTL_S = 600.0
+# How long, in clock seconds, a version of our own or a hidden pod waits for the watch to confirm it.
+# The watch confirms within milliseconds; this only bounds what a confirmation missed (a write that
+# overlapped a relist) can cost. Kept by count alone, the hidden pods of a busy cluster filled to
+# MAX_TOMBSTONES over the first hour and stayed there (the soak).
+LOCAL_TTL_S = 600.0
+TOMBSTONE_TTL_S = LOCAL_TTL_S
 
 Note = tuple[str, PodView]  # ("ADDED" | "MODIFIED" | "DELETED", the pod)
-
-
-def version_number(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None  # opaque resourceVersion: cannot be ordered, so every event is taken
 
 
 def epoch(timestamp: str | None) -> float:
@@ -68,6 +80,40 @@ def pod_view(obj: Mapping[str, Any]) -> PodView:
     )
 
 
+@dataclass
+class _Evidence:
+    """What the watch delivered for one pod while a write of ours was on its way."""
+
+    versions: set[str] = field(default_factory=set)
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class _Local:
+    """A version of our own write not yet confirmed by the watch (`view` None: our delete hid the pod)."""
+
+    view: PodView | None
+    sequence: int  # when the write completed, in the cache's own count of writes
+    at: float  # the same, on the clock (LOCAL_TTL_S)
+
+
+class PodWrite:
+    """One write of ours to one pod, from before the call to its response (`PodCache.writing`)."""
+
+    def __init__(self, cache: PodCache, name: str, evidence: _Evidence) -> None:
+        self._cache, self._name, self._evidence = cache, name, evidence
+
+    def took(self, obj: Mapping[str, Any]) -> PodView:
+        """The server's answer to a create or a patch, or to a graceful delete (the pod terminates)."""
+        view = pod_view(obj)
+        shown = self._cache.fold_write(self._name, view, self._evidence)
+        return shown if shown is not None else view
+
+    def removed(self) -> None:
+        """The pod is gone: deleted at once, or not found."""
+        self._cache.fold_write(self._name, None, self._evidence)
+
+
 class PodCache:
     """The pods matching `selector`, by name. Thread-safe: the watch thread and request threads fold
     versions in."""
@@ -75,109 +121,174 @@ class PodCache:
     def __init__(self, selector: Mapping[str, str], clock: Clock) -> None:
         self._selector = dict(selector)
         self._clock = clock
-        self._lock = threading.RLock()  # guards the pods, the tombstones and the listeners
-        self._pods: dict[str, PodView] = {}
-        # name → (resourceVersion at which we saw the pod deleted, when): bounded by count and by age.
-        self._tombstones: OrderedDict[str, tuple[int, float]] = OrderedDict()
+        self._lock = threading.RLock()  # guards everything below
+        self._watched: dict[str, PodView] = {}  # what the list and the watch say
+        self._local: OrderedDict[str, _Local] = OrderedDict()  # our writes, oldest first
+        self._writing: dict[str, list[_Evidence]] = {}  # writes on their way, per pod
+        self._sequence = 0
         self._listeners: list[PodListener] = []
 
     def add_listener(self, listener: PodListener) -> None:
         with self._lock:
             self._listeners.append(listener)
 
+    # -- reading -------------------------------------------------------------------------------------
+
     def pods(self) -> list[PodView]:
+        self._expire()
         with self._lock:
-            return sorted(self._pods.values(), key=lambda p: p.name)
+            names = set(self._watched) | {n for n, local in self._local.items() if local.view is not None}
+            shown = (self._shown(name) for name in sorted(names))
+            return [view for view in shown if view is not None]
 
     def get(self, name: str) -> PodView | None:
         with self._lock:
-            return self._pods.get(name)
+            return self._shown(name)
 
-    def apply(self, kind: str, obj: Mapping[str, Any]) -> PodView:
-        """Fold one version in (a write's response or a watch event); returns the view of `obj`."""
+    def _shown(self, name: str) -> PodView | None:
+        local = self._local.get(name)
+        return local.view if local is not None else self._watched.get(name)
+
+    # -- our writes ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self, name: str) -> Iterator[PodWrite]:
+        """Wrap one write call: what the watch delivers for the pod meanwhile decides whether its
+        response is newer than the watch (see the module's docstring)."""
+        evidence = _Evidence()
+        with self._lock:
+            self._writing.setdefault(name, []).append(evidence)
+        try:
+            yield PodWrite(self, name, evidence)
+        finally:
+            with self._lock:
+                pending = self._writing.get(name, [])
+                if evidence in pending:
+                    pending.remove(evidence)
+                if not pending:
+                    self._writing.pop(name, None)
+
+    def fold_write(self, name: str, view: PodView | None, evidence: _Evidence) -> PodView | None:
+        """Fold one response of ours in; returns what the cache shows of the pod now."""
+        with self._lock:
+            before = self._shown(name)
+            behind = evidence.deleted or (view is not None and view.resource_version in evidence.versions)
+            if view is not None and not self._matches(view.labels):
+                view = None  # relabelled out of our selector by this very write
+            if not behind:
+                self._sequence += 1
+                self._local[name] = _Local(view, self._sequence, self._clock.now())
+                self._local.move_to_end(name)
+            note = self._change(name, before)
+            shown = self._shown(name)
+        self._notify([note] if note else [])
+        return shown
+
+    def mark(self) -> int:
+        """A point in the sequence of our writes: take it just before a list is asked for."""
+        with self._lock:
+            return self._sequence
+
+    # -- the list and the watch ----------------------------------------------------------------------
+
+    def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED)."""
         note = self.fold(kind, obj)
-        if note is None:
-            return pod_view(obj)
-        self._notify([note])
-        return note[1]
+        self._notify([note] if note else [])
 
     def fold(self, kind: str, obj: Mapping[str, Any]) -> Note | None:
-        """Fold one version in without telling the listeners; returns what they should hear, if
-        anything. The caller holds no lock or this one (it is reentrant)."""
+        """Fold one watch event in without telling the listeners; returns what they should hear."""
         view = pod_view(obj)
-        name, new = view.name, version_number(view.resource_version)
+        name = view.name
         with self._lock:
-            current = self._pods.get(name)
-            old = version_number(current.resource_version) if current is not None else None
-            if kind != "DELETED" and not self._matches(view.labels):
-                kind = "DELETED"  # relabelled out of our selector: no longer ours to track
-            if new is not None and old is not None and (new < old or (new == old and kind != "DELETED")):
-                return None  # an older (or the same) version than we hold: never roll back
-            tomb = self._tombstones.get(name)
-            if kind != "DELETED" and new is not None and tomb is not None and new <= tomb[0]:
-                return None  # an event from before we saw the pod deleted
-            if kind == "DELETED":
-                if current is None:
-                    return None
-                del self._pods[name]
-                self._bury(name, new if new is not None else (old or 0))
-                return ("DELETED", view)
-            self._pods[name] = view
-            self._tombstones.pop(name, None)
-            return ("ADDED" if current is None else "MODIFIED", view)
+            before = self._shown(name)
+            gone = kind == "DELETED" or not self._matches(view.labels)
+            for evidence in self._writing.get(name, ()):
+                evidence.versions.add(view.resource_version)
+                evidence.deleted = evidence.deleted or gone
+            local = self._local.get(name)
+            if gone:
+                self._watched.pop(name, None)
+                self._local.pop(name, None)
+            else:
+                self._watched[name] = view
+                if (
+                    local is not None
+                    and local.view is not None
+                    and local.view.resource_version == (view.resource_version)
+                ):
+                    del self._local[name]  # the watch has caught up with our write
+            return self._change(name, before)
 
-    def forget(self, name: str) -> None:
-        """The server says the pod does not exist (a 404 to our delete)."""
-        with self._lock:
-            gone = self._pods.pop(name, None)
-            if gone is not None:
-                self._bury(name, version_number(gone.resource_version) or 0)
-        if gone is not None:
-            self._notify([("DELETED", gone)])
-
-    def replace(self, items: Iterable[Mapping[str, Any]], version: str) -> None:
-        """A fresh list at resourceVersion `version`: pods missing from it are gone, but for versions
-        our own writes put here after the list's snapshot was taken."""
-        listed = version_number(version)
+    def replace(self, items: Iterable[Mapping[str, Any]], started: int) -> None:
+        """A fresh list, asked for at `mark()` == `started`: it shows every write completed before then,
+        or something newer; pods missing from it are gone."""
         notes: list[Note] = []
         with self._lock:
-            names = set()
-            for item in items:
-                names.add((item.get("metadata") or {}).get("name"))
-                note = self.fold("MODIFIED", item)
-                if note is not None:
+            views = {view.name: view for view in map(pod_view, items) if self._matches(view.labels)}
+            names = set(self._watched) | set(self._local) | set(views)
+            before = {name: self._shown(name) for name in names}
+            self._watched = views
+            for name, local in list(self._local.items()):
+                listed = views.get(name)
+                confirmed = (
+                    local.view is not None
+                    and listed is not None
+                    and (local.view.resource_version == listed.resource_version)
+                )
+                if local.sequence <= started or confirmed:
+                    del self._local[name]
+            for name in sorted(names):
+                note = self._change(name, before[name])
+                if note:
                     notes.append(note)
-            for name, view in list(self._pods.items()):
-                held = version_number(view.resource_version)
-                if name not in names and (held is None or listed is None or held <= listed):
-                    del self._pods[name]
-                    notes.append(("DELETED", view))
         self._notify(notes)
 
+    # -- what is kept --------------------------------------------------------------------------------
+
     def retained(self) -> dict[str, int]:
-        """What the cache keeps besides the pods themselves, for /metrics and the soak."""
+        """What the cache keeps besides the pods themselves, for /metrics and the soak: the pods our
+        deletes hid until the watch confirms them."""
+        self._expire()
         with self._lock:
-            return {"tombstones": len(self._tombstones)}
+            return {"tombstones": sum(1 for local in self._local.values() if local.view is None)}
 
     @staticmethod
     def retained_limits() -> dict[str, int]:
         return {"tombstones": MAX_TOMBSTONES}
 
+    def _expire(self) -> None:
+        notes: list[Note] = []
+        with self._lock:
+            limit = self._clock.now() - LOCAL_TTL_S
+            local = self._local
+            while local and (len(local) > MAX_TOMBSTONES or next(iter(local.values())).at < limit):
+                name = next(iter(local))
+                before = self._shown(name)
+                del local[name]
+                log.debug("the watch never confirmed our write of pod %s; showing what it says", name)
+                note = self._change(name, before)
+                if note:
+                    notes.append(note)
+        self._notify(notes)
+
+    # -- helpers -------------------------------------------------------------------------------------
+
     def _matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self._selector.items())
 
-    def _bury(self, name: str, version: int) -> None:
-        now = self._clock.now()
-        tombstones = self._tombstones
-        tombstones[name] = (version, now)
-        tombstones.move_to_end(name)
-        # Oldest first (a re-burial moves to the end), so expiry looks at the front only.
-        while tombstones and (
-            len(tombstones) > MAX_TOMBSTONES or next(iter(tombstones.values()))[1] < now - TOMBSTONE_TTL_S
-        ):
-            tombstones.popitem(last=False)
+    def _change(self, name: str, before: PodView | None) -> Note | None:
+        after = self._shown(name)
+        if after is None:
+            return ("DELETED", before) if before is not None else None
+        if before is None:
+            return ("ADDED", after)
+        same = after is before or after.resource_version == before.resource_version  # equal: the same
+        return None if same else ("MODIFIED", after)
 
     def _notify(self, notes: list[Note]) -> None:
+        if not notes:
+            return
         with self._lock:
             listeners = list(self._listeners)
         for kind, view in notes:
