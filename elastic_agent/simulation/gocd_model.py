@@ -8,8 +8,12 @@ calls. Everything is recorded for tests and benchmarks.
 
 Two drive modes share one code path: `step()` does everything due at `clock.now()` in a fixed order
 (virtual time, in process: see `advance_to`), and `start()`/`stop()` run `step()` in a background thread
-for real or scaled time. Plugin calls never happen under the state lock, because the plugin calls back
-(list-agents during a ping, disable-agents during should-assign-work) from other threads.
+for real or scaled time. In that mode create-agent is sent as the real server sends it: the scheduler
+posts each to a queue that `create_agent_threads` listeners serve at once (gocd/gocd's
+`CreateAgentQueueHandler`, five `CreateAgentListener` threads per plugin by default), so a burst
+reaches the plugin concurrently; in virtual time the posts are sent in order. Plugin calls never happen
+under the state lock, because the plugin calls back (list-agents during a ping, disable-agents during
+should-assign-work) from other threads.
 
 The timed queues and the agents' poll times are in gocd_timing.py; what the plugin calls back and what
 tests read are in gocd_server_side.py.
@@ -17,6 +21,7 @@ tests read are in gocd_server_side.py.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import heapq
 import random
@@ -109,6 +114,7 @@ class SimulatedGoCD(ServerSide):
         self._next_ping_at = start + self.config.ping_interval_s
         self._runner: threading.Thread | None = None
         self._stop_runner = threading.Event()
+        self._create_agent_queue: concurrent.futures.ThreadPoolExecutor | None = None
 
     # ---- jobs -------------------------------------------------------------------------------------
 
@@ -323,6 +329,9 @@ class SimulatedGoCD(ServerSide):
         """Run `step()` in a daemon thread, for real or scaled time."""
         if self._runner is not None:
             return
+        self._create_agent_queue = concurrent.futures.ThreadPoolExecutor(
+            self.config.create_agent_threads, thread_name_prefix="gocd-create-agent"
+        )
         self._stop_runner.clear()
         self._runner = threading.Thread(target=self._run, name="simulated-gocd", daemon=True)
         self._runner.start()
@@ -332,6 +341,9 @@ class SimulatedGoCD(ServerSide):
         if self._runner is not None:
             self._runner.join(timeout_s)
             self._runner = None
+        queue, self._create_agent_queue = self._create_agent_queue, None
+        if queue is not None:
+            queue.shutdown(wait=False, cancel_futures=True)
 
     def _run(self) -> None:
         while not self._stop_runner.is_set():
@@ -385,8 +397,12 @@ class SimulatedGoCD(ServerSide):
                 job.create_agent_sent_at, job.create_agent_sends = now, job.create_agent_sends + 1
                 key = self.issue_key(job.job_id)
                 sends.append(wire.create_agent_body(key, *job.profiles(), job.environment, job.identifier()))
+        queue = self._create_agent_queue
         for body in sends:
-            self._call("create-agent", body)
+            if queue is None:
+                self._call("create-agent", body)
+            else:
+                queue.submit(self._call, "create-agent", body)
 
     def issue_key(self, job_id: int) -> str:
         """A fresh single-use auto-register key, as the server's `EphemeralAutoRegisterKeyService

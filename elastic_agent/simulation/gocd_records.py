@@ -216,6 +216,9 @@ class GoCDConfig:
     secure_site_url: str = "https://gocd.example.test:8154/go"
     runner_tick_s: float = 0.05
     record_latencies: bool = True
+    # GoCD's create-agent queue has this many listener threads per plugin
+    # (SystemEnvironment.GO_ELASTIC_PLUGIN_CREATE_AGENT_THREADS, go.elasticplugin.createagent.threads).
+    create_agent_threads: int = 5
 
 
 @dataclass

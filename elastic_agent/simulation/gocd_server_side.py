@@ -16,6 +16,7 @@ from elastic_agent.simulation.gocd_records import (
     GoCDStats,
     HealthMessage,
     Job,
+    RegistrationAttempt,
     RegistrationKey,
 )
 from elastic_agent.simulation.gocd_timing import EPSILON_S
@@ -27,6 +28,7 @@ class ServerSide:
     config: GoCDConfig
     stats: GoCDStats
     assignments: list[Assignment]
+    refusals: list[RegistrationAttempt]
     health_messages: list[HealthMessage]
     orphan_console: dict[ConsoleKey, list[str]]
     _state_lock: threading.RLock
@@ -129,10 +131,13 @@ class ServerSide:
             return {j.job_id: j.wait_s for j in self._jobs.values() if j.wait_s is not None}
 
     def invariant_violations(self) -> list[str]:
-        """Jobs assigned twice, agents running two jobs at once, and everything recorded on the way."""
+        """Jobs assigned twice, agents running two jobs at once, registrations refused (a pod with a spent,
+        expired or unknown key never becomes an agent: a key went into two pods, or waited too long),
+        and everything recorded on the way."""
         with self._state_lock:
             problems = list(self.stats.invariant_violations)
             problems += [f"agent {a} deleted while building" for a in self.stats.deleted_while_building]
+            problems += [f"registration of pod {r.pod_name} refused: {r.reason}" for r in self.refusals]
             seen: set[int] = set()
             busy_until: dict[str, float] = {}
             for assignment in sorted(self.assignments, key=lambda a: (a.assigned_at, a.job_id)):
