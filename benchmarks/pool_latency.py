@@ -13,7 +13,7 @@ import argparse
 import random
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from elastic_agent.clock import SystemClock
@@ -26,7 +26,7 @@ from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity
-from elastic_agent.simulation.inprocess import DeferredWriter, SyncNarrator
+from elastic_agent.simulation.inprocess import DeferredWork, DeferredWriter, SyncNarrator
 from profiles.cluster import ClusterProfile
 
 
@@ -44,6 +44,9 @@ class StaticCluster:
     def stop(self) -> None: ...
     def wait_synced(self, timeout: float) -> bool:
         return True
+
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        callback()
 
     def sync_problem(self) -> ClusterError | None:
         return None
@@ -118,7 +121,14 @@ def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
     clock = SystemClock()
     port = StaticCluster(views)
     pool = ClusterPool(
-        port, identity, settings, clock, SyncNarrator(), RegistrationKeys(clock), DeferredWriter
+        port,
+        identity,
+        settings,
+        clock,
+        SyncNarrator(),
+        RegistrationKeys(clock),
+        DeferredWriter,
+        DeferredWork(),
     )
     return pool, specs
 

@@ -1,7 +1,8 @@
 """The backend's long-lived parts wired together: one pool per cluster, the GoCD clients, health.
 
 Requests carry profile properties, not profile ids, so a cluster is found by where it is: its URL and
-namespace. The GoCD server id (needed in every pod's labels) is asked once and kept.
+namespace. The GoCD server id (needed in every pod's labels) is asked once and kept; after that a pool
+is connected without waiting on the network (its pod list comes in the background: cluster_pool.py).
 
 Locking: `_lock` guards `_pools`, `_credentials` and `_server_id`; it is never held while a cluster is
 connected or GoCD is asked, and never taken inside a pool's lock.
@@ -14,6 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from elastic_agent.background import Background, BackgroundFactory, WorkerThread
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.health import HealthReporter
 from elastic_agent.gocd.messages import cache_capacities, cache_sizes
@@ -42,16 +44,20 @@ class Backend:
     health: HealthReporter = field(default_factory=HealthReporter)
     narrator: Narrator = field(default_factory=ThreadedNarrator)
     writer_factory: WriterFactory = AnnotationWriter
-    sync_timeout_s: float = 10.0
+    background_factory: BackgroundFactory = WorkerThread
+    sync_wait_s: float = 10.0  # how long create-agent waits for a pool's first pod list
     keys: RegistrationKeys = field(init=False)
+    background: Background = field(init=False)  # the backend's own queue: connecting pools
     job_specs: JobSpecs = field(init=False)
     _pools: dict[str, ClusterPool] = field(default_factory=dict)
     _credentials: dict[str, str] = field(default_factory=dict)
     _server_id: str | None = None
+    _template_problems: set[str] = field(default_factory=set)  # health keys; the ping's thread only
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.keys = RegistrationKeys(self.clock)
+        self.background = self.background_factory("backend-worker")
         self.job_specs = JobSpecs(self.clock, self.remote_files.fetch)
 
     def spec(
@@ -61,8 +67,10 @@ class Backend:
         environment: str | None,
         pipeline: str,
         key: bytes | None = None,
+        *,
+        wait: bool = True,
     ) -> JobSpec:
-        return self.job_specs.spec(elastic, cluster, environment, pipeline, key)
+        return self.job_specs.spec(elastic, cluster, environment, pipeline, key, wait=wait)
 
     def server_id(self, gocd: GoCDServer) -> str:
         with self._lock:
@@ -76,8 +84,40 @@ class Backend:
             return self._server_id
 
     def pool(self, profile: ClusterProfile, gocd: GoCDServer) -> ClusterPool:
-        """The pool of the profile's cluster, connected and synced on first use; new settings and new
-        credentials are taken over by the pool that exists, with its state."""
+        """The pool of the profile's cluster, connected on first use (which asks GoCD for its server id
+        once per process); new settings and new credentials are taken over by the pool that exists,
+        with its state. The pool's first pod list may still be on its way."""
+        pool = self._existing(profile)
+        if pool is not None:
+            return pool
+        return self._connect(profile, self.server_id(gocd))
+
+    def pool_at_once(
+        self,
+        profile: ClusterProfile,
+        gocd: GoCDServer,
+        then: Callable[[ClusterPool], object] | None = None,
+    ) -> ClusterPool | None:
+        """`pool`, for the requests that never wait on the network: None when the pool would need GoCD's
+        server id first (the first request of the process); it is then connected in the background,
+        and `then(pool)` is called there."""
+        pool = self._existing(profile)
+        if pool is not None:
+            return pool
+        with self._lock:
+            server_id = self._server_id
+        if server_id is not None:
+            return self._connect(profile, server_id)
+
+        def connect() -> None:
+            pool = self.pool(profile, gocd)
+            if then is not None:
+                then(pool)
+
+        self.background.submit("connecting a cluster after asking GoCD for its server id", connect)
+        return None
+
+    def _existing(self, profile: ClusterProfile) -> ClusterPool | None:
         key = cluster_label(profile.cluster_key)
         credentials = profile.credentials_digest
         with self._lock:
@@ -85,26 +125,37 @@ class Backend:
             reconnect = pool is not None and self._credentials.get(key) != credentials
             if pool is not None:
                 self._credentials[key] = credentials
-        if pool is not None:
-            if pool.settings_object is not profile:  # nearly always the same object: profiles are cached
-                pool.update_settings(profile)
-            if reconnect:
-                pool.replace_port(
-                    self.cluster_factory(profile, pool.identity, self.clock), self.sync_timeout_s
-                )
-            return pool
-        identity = PodIdentity(server_id=self.server_id(gocd), cluster=key)
+        if pool is None:
+            return None
+        if pool.settings_object is not profile:  # nearly always the same object: profiles are cached
+            pool.update_settings(profile)
+        if reconnect:
+            pool.replace_port(self.cluster_factory(profile, pool.identity, self.clock))
+        return pool
+
+    def _connect(self, profile: ClusterProfile, server_id: str) -> ClusterPool:
+        key = cluster_label(profile.cluster_key)
+        identity = PodIdentity(server_id=server_id, cluster=key)
         port = self.cluster_factory(profile, identity, self.clock)
-        pool = ClusterPool(port, identity, profile, self.clock, self.narrator, self.keys, self.writer_factory)
+        pool = ClusterPool(
+            port,
+            identity,
+            profile,
+            self.clock,
+            self.narrator,
+            self.keys,
+            self.writer_factory,
+            self.background_factory(f"pool-worker-{profile.namespace}"),
+            self.sync_wait_s,
+        )
         with self._lock:
             existing = self._pools.get(key)
             if existing is not None:  # another request connected it meanwhile
+                port.stop()
                 return existing
             self._pools[key] = pool
-            self._credentials[key] = credentials
+            self._credentials[key] = profile.credentials_digest
         pool.start()
-        if not port.wait_synced(self.sync_timeout_s):
-            log.warning("the pods of cluster %s are not listed yet; going on", key)
         return pool
 
     def pools(self) -> list[ClusterPool]:
@@ -151,6 +202,7 @@ class Backend:
     def stop(self, deadline: float) -> None:
         """Write what the pools have queued and the console lines said, until `deadline`
         (time.monotonic()), then stop watching."""
+        self.background.stop(deadline)
         for pool in self.pools():
             pool.stop(deadline)
         self.narrator.stop(deadline)
@@ -178,6 +230,15 @@ class Backend:
         values in force at every ping.)"""
         for pool in self.pools():
             pool.top_up_warm_pool()
+
+    def report_template_problems(self) -> None:
+        """Remote pod templates that cannot be refreshed (their last good copy is used meanwhile)."""
+        current = self.remote_files.problems()
+        for shown, (message, since) in current.items():
+            self.health.problem(f"template:{shown}", message, "warning", streak=since)
+        for shown in self._template_problems - set(current):
+            self.health.resolved(f"template:{shown}")
+        self._template_problems = set(current)
 
     def publish_health(self, gocd: GoCDServer) -> None:
         self.health.publish(gocd)

@@ -8,6 +8,8 @@ import re
 from elastic_agent.gocd.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Unreachable
+from elastic_agent.pool.cluster_pool import ClusterPool
+from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.remote_file import RemoteFileError
 from executors.base import Incident, RequestContext, Response, new_incident
 from profiles.errors import ProfileError
@@ -73,11 +75,15 @@ def should_assign_work_request(request: ShouldAssignWorkRequest, ctx: RequestCon
     backend = ctx.backend
     gocd = ctx.gocd()
     job = request.job
-    spec = backend.spec(
-        request.elastic_profile, cluster, request.environment, job.pipeline_name, request.spec_key
-    )
-    pool = backend.pool(cluster, gocd)
-    answer = pool.should_assign_work(request.agent.agent_id, job, spec, gocd)
+    try:  # never waits: a remote template never fetched yet is fetched in the background meanwhile
+        spec = backend.spec(
+            request.elastic_profile, cluster, request.environment, job.pipeline_name, request.spec_key,
+            wait=False,
+        )  # fmt: skip
+    except RemoteFileError:
+        return _FALSE
+    pool = backend.pool_at_once(cluster, gocd)  # never waits: no pool yet, no pod it knows
+    answer = pool is not None and pool.should_assign_work(request.agent.agent_id, job, spec, gocd)
     return _TRUE if answer else _FALSE
 
 
@@ -86,14 +92,23 @@ def job_completion(body: str, ctx: RequestContext) -> Response:
 
 
 def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -> Response:
+    """Never waits on the network: GoCD sends it once, from the thread that completed the job."""
     cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()
-    pool = backend.pool(cluster, gocd)
-    record = pool.record(request.agent_id)
-    spec = backend.spec(
-        request.elastic_profile, cluster, record.environment if record else None, request.job.pipeline_name
-    )
-    message = pool.job_completed(request.agent_id, request.job, spec, gocd)
+
+    def complete(pool: ClusterPool) -> str:
+        record = pool.record(request.agent_id)
+        environment = record.environment if record else None
+        try:
+            spec: JobSpec | None = backend.spec(
+                request.elastic_profile, cluster, environment, request.job.pipeline_name, wait=False
+            )
+        except RemoteFileError:
+            spec = None  # the remote template is being fetched: the pod's own annotations decide
+        return pool.job_completed(request.agent_id, request.job, spec, gocd)
+
+    pool = backend.pool_at_once(cluster, gocd, then=complete)
+    message = complete(pool) if pool is not None else "the cluster is being connected; it counts then"
     backend.narrator.decision(f"job-completion of {request.job.label} on {request.agent_id}: {message}")
     return Response.text("")

@@ -40,7 +40,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
         backend.health.resolved(f"profile:{index}")
         try:
             pool = backend.pool(cluster, gocd)
-            problem = pool.port.sync_problem()
+            problem = pool.sync_problem()
             if problem is not None:
                 raise problem
             pool.reconcile(agents, gocd, marks.get(pool, 0))
@@ -52,8 +52,9 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
                 "refuses this plugin's credentials" if isinstance(error, Forbidden) else "cannot be reached"
             )
             backend.report_cluster_problem(cluster, f"{_where(cluster)} {what}: {error}")
-    if every_cluster_seen and all(pool.port.wait_synced(0) for pool in backend.pools()):
+    if every_cluster_seen and all(pool.synced for pool in backend.pools()):
         _remove_agents_without_pods(ctx, agents)
+    backend.report_template_problems()
     backend.publish_health(gocd)
     return Response.text("")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 
 import pytest
 import requests
@@ -34,17 +35,76 @@ def test_utf8_bom_is_dropped(clock: ManualClock) -> None:
     assert RemoteFileFetcher(clock).fetch(URL) == "kind: Pod"
 
 
+class Later:
+    """A `Background` the test runs by hand."""
+
+    def __init__(self) -> None:
+        self.queued: list[Callable[[], None]] = []
+
+    def submit(self, what: str, work: Callable[[], None]) -> None:
+        self.queued.append(work)
+
+    def stop(self, deadline: float) -> None:
+        pass
+
+    def run(self) -> None:
+        while self.queued:
+            self.queued.pop(0)()
+
+
 @responses.activate
-def test_fetches_are_cached_for_the_ttl_on_the_injected_clock(clock: ManualClock) -> None:
+def test_a_copy_older_than_the_ttl_is_served_at_once_and_refreshed_in_the_background(
+    clock: ManualClock,
+) -> None:
     responses.get(URL, body="first")
-    fetcher = RemoteFileFetcher(clock, ttl_s=300)
+    later = Later()
+    fetcher = RemoteFileFetcher(clock, ttl_s=300, background=later)
     assert fetcher.fetch(URL) == "first"
     responses.replace(responses.GET, URL, body="second")
     clock.advance(299)
-    assert fetcher.fetch(URL) == "first"
+    assert fetcher.fetch(URL) == "first" and later.queued == []
     clock.advance(1)
+    assert fetcher.fetch(URL) == "first"  # no wait: the refresh is queued
+    assert fetcher.fetch(URL) == "first" and len(later.queued) == 1  # queued once
+    later.run()
     assert fetcher.fetch(URL) == "second"
     assert len(responses.calls) == 2
+
+
+@responses.activate
+def test_a_refresh_that_fails_keeps_the_copy_and_says_so_until_one_works(clock: ManualClock) -> None:
+    responses.get(URL + "?token=s3cr3t", body="kind: Pod")
+    later = Later()
+    fetcher = RemoteFileFetcher(clock, ttl_s=300, background=later)
+    assert fetcher.fetch(URL + "?token=s3cr3t") == "kind: Pod"
+    responses.replace(responses.GET, URL + "?token=s3cr3t", body=requests.exceptions.ConnectionError("down"))
+    for _ in range(12):  # an hour with the host down
+        clock.advance(300)
+        assert fetcher.fetch(URL + "?token=s3cr3t") == "kind: Pod"
+        later.run()
+    [(shown, (message, since))] = fetcher.problems().items()
+    assert shown == URL and "s3cr3t" not in message
+    assert message.startswith(f"The pod template at {URL} cannot be refreshed since ")
+    assert "could not connect to the server" in message and since == clock.now() - 3300
+    responses.replace(responses.GET, URL + "?token=s3cr3t", body="kind: Pod # fixed")
+    clock.advance(300)
+    fetcher.fetch(URL + "?token=s3cr3t")
+    later.run()
+    assert fetcher.problems() == {} and fetcher.fetch(URL + "?token=s3cr3t") == "kind: Pod # fixed"
+
+
+@responses.activate
+def test_a_first_fetch_that_may_not_wait_is_started_in_the_background(clock: ManualClock) -> None:
+    responses.get(URL, body="kind: Pod")
+    later = Later()
+    fetcher = RemoteFileFetcher(clock, background=later)
+    with pytest.raises(RemoteFileError, match=f"the pod template at {URL} is being fetched"):
+        fetcher.fetch(URL, wait=False)
+    with pytest.raises(RemoteFileError):
+        fetcher.fetch(URL, wait=False)
+    assert len(later.queued) == 1 and len(responses.calls) == 0
+    later.run()
+    assert fetcher.fetch(URL, wait=False) == "kind: Pod"
 
 
 @responses.activate

@@ -89,6 +89,7 @@ class KubeCluster:
         # watch thread caught, so that request threads raise exceptions of their own.
         self._problem: tuple[type[ClusterError], str, int | None] | None = None
         self._synced = threading.Event()
+        self._on_synced: list[Callable[[], None]] = []  # guarded by _lock; called once, then dropped
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: Any = None  # the open watch response, closed by stop()
@@ -130,6 +131,25 @@ class KubeCluster:
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
+
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._synced.is_set():
+                self._on_synced.append(callback)
+                return
+        callback()
+
+    def _tell_synced(self) -> None:
+        with self._lock:
+            if self._synced.is_set():
+                return
+            self._synced.set()
+            callbacks, self._on_synced = self._on_synced, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # a faulty callback must not stop the watch
+                log.error("a callback on the first pod list failed\n%s", traceback_text())
 
     def sync_problem(self) -> ClusterError | None:
         outage = self.outage.problem()  # one sentence for the whole outage: one health message in GoCD
@@ -332,7 +352,7 @@ class KubeCluster:
         body = json.loads(resp.data)
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         self.cache.replace(body.get("items") or [], started)
-        self._synced.set()
+        self._tell_synced()
         self._set_problem(None)
         return version
 

@@ -88,7 +88,11 @@ class ClusterPort(Protocol):
     def stop(self) -> None: ...
 
     def wait_synced(self, timeout: float) -> bool:
-        """True once the initial list has filled the cache."""
+        """True once the initial list has filled the cache (as client-go's `HasSynced`)."""
+
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        """`callback()` once the initial list has filled the cache: at once if it has, else from the
+        thread that filled it (keep it short: hand real work to a `Background`)."""
 
     def sync_problem(self) -> ClusterError | None:
         """Why the latest list or watch failed, as a new exception for the caller to raise; None while

@@ -1,21 +1,32 @@
 """The pod pool of one cluster, as the executors see it: one method per request, each the same three
 steps. Under the pool's lock, a decision reads the state and returns a plan (decisions.py, reaping.py,
 warm.py), and the Applier commits the plan's in-memory intents; after the lock, the Applier carries out
-its calls to Kubernetes and GoCD. The pool composes its parts (state, writer, applier, narrator); it
-decides nothing itself and calls nothing directly.
+its calls to Kubernetes and GoCD (for job-completion, on the pool's `Background`: it never waits on the
+network). The pool composes its parts (state, writer, applier, narrator); it decides nothing itself and
+calls nothing directly.
+
+Nothing is decided before the pool's first pod list has arrived, as client-go's informers gate work on
+`HasSynced` (docs/architecture.md, "Before the first pod list"): create-agent waits for it a bounded
+while, then lets the job wait without creating anything; should-assign-work says `false`;
+job-completion is kept and applied once the list is there; server-ping skips the pool. When the list
+arrives the pool serves what waited. New credentials are taken over the same way: the new connection
+lists in the background while the pool goes on with the one it has.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from elastic_agent.background import Background
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.messages import Agent, JobIdentifier
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDServer
-from elastic_agent.kube.port import ClusterPort
+from elastic_agent.kube.port import ClusterError, ClusterPort
 from elastic_agent.pool import decisions, reaping, warm
 from elastic_agent.pool.applier import Applier, Done
 from elastic_agent.pool.intents import Create, Plan
@@ -36,6 +47,20 @@ class CreateOutcome:
     message: str  # why, in words fit for the job's console
 
 
+# Completions heard before the first pod list, kept until it arrives (a list takes well under a second;
+# past this many the oldest goes, and the ping repairs its pod from GoCD's agent list).
+MAX_EARLY_COMPLETIONS = 1000
+SYNC_LOOK_S = 0.05  # how often a create-agent waiting for the first list looks for its failure
+
+
+@dataclass(frozen=True)
+class EarlyCompletion:
+    agent_id: str
+    job: JobIdentifier
+    spec: JobSpec | None
+    gocd: GoCDServer
+
+
 class ClusterPool:
     def __init__(
         self,
@@ -46,20 +71,32 @@ class ClusterPool:
         narrator: Narrator,
         keys: RegistrationKeys,
         writer_factory: WriterFactory,
+        background: Background,
+        sync_wait_s: float = 10.0,
     ) -> None:
         self.clock = clock
         self.state = PoolState(port, identity, settings, clock, keys)
         self._writer_factory = writer_factory
+        self._background = background
+        self._sync_wait_s = sync_wait_s  # how long create-agent waits for the first pod list
         self.applier = Applier(self.state, writer_factory(port, clock, self.state), narrator)
+        # Guarded by the state's lock: the port of new credentials until its first list has arrived, and
+        # the completions heard before the pool's own first list.
+        self._next_port: ClusterPort | None = None
+        self._early: deque[EarlyCompletion] = deque(maxlen=MAX_EARLY_COMPLETIONS)
 
     # -- life ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.state.port.start()
+        port = self.state.port
+        port.start()
         self.applier.writer.start()
+        port.on_synced(lambda: self._background.submit("serving what waited for the first pod list",
+                                                       self._after_first_list))  # fmt: skip
 
     def stop(self, deadline: float) -> None:
         """Write every queued state change (until `deadline`, time.monotonic()), then stop the watch."""
+        self._background.stop(deadline)
         left = self.applier.writer.stop(deadline)
         if left:
             log.warning(
@@ -67,7 +104,46 @@ class ClusterPool:
                 "what GoCD knows of them",
                 left,
             )
+        with self.state.lock:
+            next_port, self._next_port = self._next_port, None
+        if next_port is not None:
+            next_port.stop()
         self.state.port.stop()
+
+    @property
+    def synced(self) -> bool:
+        """Whether the first pod list has arrived (no decision is made before)."""
+        return self.state.port.wait_synced(0)
+
+    def sync_problem(self) -> ClusterError | None:
+        """Why listing and watching the pods fails now, with the credentials in use or the new ones."""
+        problem = self.state.port.sync_problem()
+        with self.state.lock:
+            next_port = self._next_port
+        return problem if problem is not None or next_port is None else next_port.sync_problem()
+
+    def _wait_for_the_first_list(self) -> bool:
+        """Up to `sync_wait_s` of real time (the list is on the network, whatever the clock): True once
+        the list is there. A list that fails (no answer, refused credentials) ends the wait with its
+        error, which the request reports as it would any failure to create a pod."""
+        port = self.state.port
+        deadline = time.monotonic() + self._sync_wait_s
+        while not port.wait_synced(min(SYNC_LOOK_S, max(0.0, deadline - time.monotonic()))):
+            problem = port.sync_problem()
+            if problem is not None:
+                raise problem
+            if time.monotonic() >= deadline:
+                return False
+        return True
+
+    def _after_first_list(self) -> None:
+        with self.state.lock:
+            early = list(self._early)
+            self._early.clear()
+        for completion in early:
+            self.job_completed(completion.agent_id, completion.job, completion.spec, completion.gocd)
+        self.serve_waiting_jobs()
+        self.top_up_warm_pool()
 
     def update_settings(self, settings: ClusterProfile) -> None:
         self.state.commit_settings(settings)
@@ -77,14 +153,24 @@ class ClusterPool:
         """The settings in use, read without the lock: only to tell whether new ones came."""
         return self.state.settings_unlocked
 
-    def replace_port(self, port: ClusterPort, sync_timeout_s: float) -> None:
-        """New credentials for the same cluster: read and write through `port` from now on. Changes not
-        yet written stay in memory and are written through the new port."""
-        writer = self._writer_factory(port, self.clock, self.state)
-        port.start()
-        if not port.wait_synced(sync_timeout_s):
-            log.warning("the pods are not listed yet with the new credentials; going on")
+    def replace_port(self, port: ClusterPort) -> None:
+        """New credentials for the same cluster: `port` lists the pods in the background, and once its
+        first list has arrived the pool reads and writes through it; until then, through the port it
+        has. Changes not yet written stay in memory and are written through the new port."""
         with self.state.lock:
+            superseded, self._next_port = self._next_port, port
+        if superseded is not None:
+            superseded.stop()  # newer credentials came before its list did
+        port.start()
+        port.on_synced(lambda: self._background.submit("taking over new credentials",
+                                                       lambda: self._take_over(port)))  # fmt: skip
+
+    def _take_over(self, port: ClusterPort) -> None:
+        writer = self._writer_factory(port, self.clock, self.state)
+        with self.state.lock:
+            if self._next_port is not port:
+                return  # superseded, or the pool stopped, meanwhile
+            self._next_port = None
             old_port, old_writer = self.state.port, self.applier.writer
             self.state.commit_port(port)
             self.applier.writer = writer
@@ -130,10 +216,14 @@ class ClusterPool:
     # -- the requests ----------------------------------------------------------------------------------
 
     def create_agent(self, job: JobIdentifier, spec: JobSpec, key: str, gocd: GoCDServer) -> CreateOutcome:
+        synced = self._wait_for_the_first_list()
         now = self.clock.now()
         with self.state.lock:
             self.state.forget_waiting(now)
-            plan = decisions.create_agent(self.state, job, spec, key, now)
+            if synced:
+                plan = decisions.create_agent(self.state, job, spec, key, now)
+            else:
+                plan = decisions.wait_for_the_list(job, spec, key, self.state.settings.namespace)
             self.applier.commit(plan, now)
         done = self.applier.carry_out(plan, gocd)
         if not done.created:
@@ -142,7 +232,10 @@ class ClusterPool:
         return CreateOutcome(done.created[0], said.format(pod=done.created[0]))
 
     def should_assign_work(self, agent_id: str, job: JobIdentifier, spec: JobSpec, gocd: GoCDServer) -> bool:
-        """Answered from memory; a `true` makes the pod busy at once, a `false` changes nothing."""
+        """Answered from memory; a `true` makes the pod busy at once, a `false` changes nothing. Before
+        the first pod list no pod is known: `false`, and the agent asks again in a few seconds."""
+        if not self.synced:
+            return False
         with self.state.lock:
             assigned, plan = decisions.should_assign_work(self.state, agent_id, job, spec, self.clock)
             if plan.intents:
@@ -151,17 +244,30 @@ class ClusterPool:
             self.applier.carry_out(plan, gocd)
         return assigned
 
-    def job_completed(self, agent_id: str, job: JobIdentifier, spec: JobSpec, gocd: GoCDServer) -> str:
+    def job_completed(self, agent_id: str, job: JobIdentifier, spec: JobSpec | None, gocd: GoCDServer) -> str:
+        """Decided and committed at once; what it calls (a retirement) is carried out in the background.
+        `spec` None: the job's profile cannot be rendered without the network (a remote pod template
+        not fetched yet); the pod's own annotations decide."""
         now = self.clock.now()
         with self.state.lock:
+            if not self.synced:
+                self._early.append(EarlyCompletion(agent_id, job, spec, gocd))
+                return "the pods are still being listed: the completion counts once they are"
             plan = decisions.job_completed(self.state, agent_id, job, spec, now)
             self.applier.commit(plan, now)
-        self.applier.carry_out(plan, gocd)
+        if plan.intents:
+            self._background.submit(f"after the job-completion on {agent_id}",
+                                    lambda: self._carry_out(plan, gocd))  # fmt: skip
         return plan.message
+
+    def _carry_out(self, plan: Plan, gocd: GoCDServer) -> None:
+        self.applier.carry_out(plan, gocd)
 
     def reconcile(self, agents: Mapping[str, Agent], gocd: GoCDServer, listed_at: int) -> Done:
         """One server-ping's work. `listed_at`: the change mark taken before GoCD's agent list was asked
         for (a change made since is newer than the list)."""
+        if not self.synced:
+            return Done()
         now = self.clock.now()
         self.state.forget_deleted()
         with self.state.lock:
@@ -178,12 +284,14 @@ class ClusterPool:
         return done
 
     def serve_waiting_jobs(self) -> list[str]:
-        return self._background(lambda state, _now: warm.for_waiting_jobs(state))
+        return self._create_for(lambda state, _now: warm.for_waiting_jobs(state))
 
     def top_up_warm_pool(self) -> list[str]:
-        return self._background(warm.warm_pool)
+        return self._create_for(warm.warm_pool)
 
-    def _background(self, decide: Callable[[PoolState, float], Plan]) -> list[str]:
+    def _create_for(self, decide: Callable[[PoolState, float], Plan]) -> list[str]:
+        if not self.synced:
+            return []
         now = self.clock.now()
         with self.state.lock:
             plan = decide(self.state, now)

@@ -32,6 +32,10 @@ from elastic_agent.pool.state import PoolState
 from profiles.quantities import format_duration
 
 MAKING_ROOM = "making room under max_pods for another profile's waiting job"
+WAITING_FOR_THE_LIST = (
+    "waiting: the pods of namespace {namespace} are still being listed, and no pod is created before they "
+    "are (one of them may be free); GoCD will ask again"
+)
 
 
 def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, now: float) -> Plan:
@@ -90,6 +94,15 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
     return Plan(tuple(intents))
 
 
+def wait_for_the_list(job: JobIdentifier, spec: JobSpec, key: str, namespace: str) -> Plan:
+    """create-agent before the pool's first pod list: nothing is created against a cache that may lack
+    the free pods (client-go's informers gate work on `HasSynced` the same way). A reuse job waits,
+    with its key, and gets a pod once the list has arrived if none of those it lists can take it;
+    without reuse the job's pod comes at GoCD's next create-agent."""
+    text = WAITING_FOR_THE_LIST.format(namespace=namespace)
+    return Plan((Wait(job, spec, key),) if spec.reuse else (), text)
+
+
 def _make_room_for(spec: JobSpec, state: PoolState, view: RecordIndex) -> PodRecord | None:
     """At max_pods, the longest-idle pod of another fingerprint gives way, so a cap never starves a
     profile."""
@@ -134,10 +147,13 @@ def should_assign_work(
     return True, registration + Plan(assignment)
 
 
-def job_completed(state: PoolState, agent_id: str, job: JobIdentifier, spec: JobSpec, now: float) -> Plan:
+def job_completed(
+    state: PoolState, agent_id: str, job: JobIdentifier, spec: JobSpec | None, now: float
+) -> Plan:
     """The pod is idle again, or retires (one job per pod, MaxJobsPerPod, max_pod_lifetime, its profile
     was edited). A completion of a job the pod is not running (late, duplicate, or already repaired
-    from GoCD's agent list) changes nothing."""
+    from GoCD's agent list) changes nothing. Without a `spec` (the job's remote pod template is not
+    fetched yet) the pod's own annotations decide, and it cannot be found stale."""
     record = state.record(agent_id)
     if record is None:
         return Plan(message=f"agent {agent_id} is not a pod of this plugin in this cluster; nothing to do")
@@ -155,7 +171,8 @@ def job_completed(state: PoolState, agent_id: str, job: JobIdentifier, spec: Job
             intents.append(marks.idle_after_job(agent_id, job, jobs_run, spec, now))
             return Plan(tuple(intents), f"pod {agent_id} is idle after {_count(jobs_run, 'job')}")
         reason = after
-        if record.reuse and spec.reuse and record.fingerprint and record.fingerprint != spec.fingerprint:
+        stale = spec is not None and spec.reuse and record.fingerprint != spec.fingerprint
+        if record.reuse and record.fingerprint and stale:
             intents.append(Supersede(record.fingerprint))
     intents += [
         Mark(agent_id, marks.job_done(job, jobs_run)),
@@ -181,13 +198,16 @@ def _runs(record: PodRecord, job_id: int) -> bool:
 
 
 def _retire_after_job(
-    record: PodRecord, spec: JobSpec, jobs_run: int, now: float, state: PoolState
+    record: PodRecord, spec: JobSpec | None, jobs_run: int, now: float, state: PoolState
 ) -> str | None:
-    if not record.reuse or not spec.reuse:
+    if not record.reuse or (spec is not None and not spec.reuse):
         return "its job finished and the profile runs one job per pod"
-    if record.fingerprint != spec.fingerprint:
+    if spec is not None and record.fingerprint != spec.fingerprint:
         return "its profile changed since it was created"
-    max_jobs = spec.knobs(now).max_jobs_per_pod
+    if spec is not None:
+        max_jobs = spec.knobs(now).max_jobs_per_pod
+    else:
+        max_jobs = record.knobs(now, state.settings.idle_timeout).max_jobs_per_pod
     if max_jobs and jobs_run >= max_jobs:
         return f"it ran {jobs_run} jobs (MaxJobsPerPod)"
     lifetime = state.settings.max_pod_lifetime

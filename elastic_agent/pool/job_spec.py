@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.messages import spec_key
@@ -46,11 +46,16 @@ class JobSpec:
         return self.min_idle_pods > 0 or (self.schedule is not None and self.schedule.wants_warm_pods)
 
 
+class FetchRemote(Protocol):
+    def __call__(self, url: str, *, wait: bool = True) -> str:
+        """A remote pod template's text (remote_file.RemoteFileFetcher.fetch)."""
+
+
 class JobSpecs:
     TTL_S = 300.0
     MAX_ENTRIES = 512
 
-    def __init__(self, clock: Clock, fetch_remote: Callable[[str], str]) -> None:
+    def __init__(self, clock: Clock, fetch_remote: FetchRemote) -> None:
         self._clock = clock
         self._fetch = fetch_remote
         self._cache: OrderedDict[tuple[bytes, str, str, float], tuple[float, JobSpec]] = OrderedDict()
@@ -63,8 +68,11 @@ class JobSpecs:
         environment: str | None,
         pipeline: str,
         key: bytes | None = None,
+        *,
+        wait: bool = True,
     ) -> JobSpec:
-        """`key`: messages.spec_key of the first three, when the request has it at hand already."""
+        """`key`: messages.spec_key of the first three, when the request has it at hand already.
+        `wait=False`: a remote pod template never fetched before is not waited for (RemoteFileError)."""
         request_key = key if key is not None else spec_key(elastic_properties, environment, pipeline)
         cache_key = (request_key, cluster.cluster_key, cluster.go_server_url, cluster.idle_timeout)
         now = self._clock.now()
@@ -73,7 +81,8 @@ class JobSpecs:
             if hit is not None and now - hit[0] < self.TTL_S:
                 self._cache.move_to_end(cache_key)
                 return hit[1]
-        spec = self._build(ElasticProfile.from_properties(elastic_properties), cluster, environment, pipeline)
+        elastic = ElasticProfile.from_properties(elastic_properties)
+        spec = self._build(elastic, cluster, environment, pipeline, wait)
         with self._lock:
             self._cache[cache_key] = (now, spec)
             while len(self._cache) > self.MAX_ENTRIES:
@@ -85,9 +94,10 @@ class JobSpecs:
             return len(self._cache)
 
     def _build(
-        self, elastic: ElasticProfile, cluster: ClusterProfile, environment: str | None, pipeline: str
-    ) -> JobSpec:
-        template = render_pod_template(elastic, self._fetch)
+        self, elastic: ElasticProfile, cluster: ClusterProfile, environment: str | None, pipeline: str,
+        wait: bool,
+    ) -> JobSpec:  # fmt: skip
+        template = render_pod_template(elastic, lambda url: self._fetch(url, wait=wait))
         scope = pipeline if elastic.reuse_scope == "pipeline" else None
         inputs = FingerprintInputs(template, cluster.cluster_key, cluster.go_server_url, environment, scope)
         return JobSpec(

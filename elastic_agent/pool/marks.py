@@ -65,9 +65,11 @@ def job_done(job: JobIdentifier, jobs_run: int) -> Changes:
     }
 
 
-def idle_after_job(pod: str, job: JobIdentifier, jobs_run: int, spec: JobSpec, now: float) -> Mark:
-    """Idle again, with the reuse knobs of the profile as the job-completion brought them."""
-    return Mark(pod, {**job_done(job, jobs_run), **idle(now), **reuse_annotations(spec)}, NO_JOB_LABELS)
+def idle_after_job(pod: str, job: JobIdentifier, jobs_run: int, spec: JobSpec | None, now: float) -> Mark:
+    """Idle again, with the reuse knobs of the profile as the job-completion brought them (if it could
+    be rendered: else the pod keeps the knobs it has)."""
+    knobs = reuse_annotations(spec) if spec is not None else {}
+    return Mark(pod, {**job_done(job, jobs_run), **idle(now), **knobs}, NO_JOB_LABELS)
 
 
 def idle_after_lost_completion(record: PodRecord, now: float) -> Mark:

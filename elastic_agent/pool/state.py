@@ -11,9 +11,12 @@ restart without harm (docs/architecture.md, "What a restart loses"):
 
 Locking: `lock` (re-entrant) guards every attribute below, and `settings` and `port` too, which change
 when an admin edits the cluster profile. Decisions run with it held, and so does the Applier's commit of
-their in-memory intents, so a decision never sees half of another. The one exception is `_changed`: the
-port's listener appends pod names to it from the watch thread without the lock (a deque's append and
-popleft are atomic), so that the watch never waits for a request.
+their in-memory intents, so a decision never sees half of another. The one exception is `_changed` and
+`_gone`: the port's listener appends pod names to them from the watch thread without the lock (a deque's
+append and popleft are atomic), so that the watch never waits for a request.
+
+What is kept for a pod (its unwritten changes above all) goes only when the cache has seen the pod
+deleted: a pod the cache does not show is not gone (a new connection may not have listed it yet).
 
 This module changes nothing by itself: the Applier calls its `commit_*` and `note_*` methods.
 """
@@ -67,6 +70,7 @@ class PoolState:
         # last look are read again.
         self._index: RecordIndex | None = None
         self._changed: deque[str] = deque()
+        self._gone: deque[str] = deque()  # pods the port told deleted, for `_forget`
         # A sequence number per change made here, and each pod's latest: a repair from GoCD's agent list
         # must not undo a change made after that list was asked for.
         self._sequence = 0
@@ -106,12 +110,20 @@ class PoolState:
             self._settings = settings
 
     def commit_port(self, port: ClusterPort) -> None:
-        """Read pods from `port` from now on (new credentials); changes not yet written are kept."""
+        """Read pods from `port` from now on (new credentials), once its first list has arrived; changes
+        not yet written are kept. A pod neither port shows is gone (the new list is complete)."""
         port.add_listener(self._heard)
         with self.lock:
-            self._port = port
+            old, self._port = self._port, port
             self._index = None
             self._record_cache.clear()
+            for name in self._kept_for():
+                if port.get(name) is None and old.get(name) is None:
+                    self._forget(name)
+
+    def _kept_for(self) -> set[str]:
+        """The pods something is kept for."""
+        return set(self._annotations) | set(self._labels) | set(self._generation) | set(self._first_seen)
 
     # -- reading records -----------------------------------------------------------------------------
 
@@ -147,22 +159,25 @@ class PoolState:
                     record = self.record(pod.name)
                     if record is not None:
                         index.put(record)
-            changed = self._changed
+            changed, gone = self._changed, self._gone
+            while gone:
+                name = gone.popleft()
+                if self._port.get(name) is None:
+                    self._forget(name)
             while changed:
                 name = changed.popleft()
                 record = self.record(name)
                 if record is None:
                     index.remove(name)
-                    self._forget(name)
                 else:
                     index.put(record)  # a new pod goes last, as in the port's cache
             return index
 
     def _forget(self, name: str) -> None:
-        """A pod gone from the cluster (or no longer ours): drop what was kept for it, or a backend that
-        runs for months would keep something of every pod it ever saw."""
-        if self._port.get(name) is not None:
-            return
+        """A pod the cache saw deleted (or no longer ours): drop what was kept for it, its unwritten
+        changes too, or a backend that runs for months would keep something of every pod it ever saw."""
+        self._annotations.pop(name, None)
+        self._labels.pop(name, None)
         self._record_cache.pop(name, None)
         self._generation.pop(name, None)
         self._first_seen.pop(name, None)
@@ -171,6 +186,8 @@ class PoolState:
 
     def _heard(self, kind: str, pod: PodView) -> None:
         # Called after each change of the port's cache, from its watch thread or our own writes.
+        if kind == "DELETED":
+            self._gone.append(pod.name)
         self._changed.append(pod.name)
 
     def known_pod_names(self) -> set[str]:
@@ -372,9 +389,7 @@ class PoolState:
         with self.lock:
             pod = self._port.get(name)
             if pod is None:
-                self._annotations.pop(name, None)
-                self._labels.pop(name, None)
-                return None
+                return None  # not shown (yet): kept until the cache has seen the pod deleted
             annotations = unconfirmed(self._annotations.get(name, {}), pod.annotations)
             pod_labels = unconfirmed(self._labels.get(name, {}), pod.labels)
             if not annotations:

@@ -43,7 +43,6 @@ from elastic_agent.simulation.inprocess import (
     InProcessTransport,
     build_inprocess_backend,
 )
-from elastic_agent.simulation.inprocess_cluster import store_cluster_factory
 from elastic_agent.simulation.virtual_time import PluginWorld, ProjectPlugin
 from executors.agent_lifecycle import create_agent_request, job_completion_request, should_assign_work_request
 from executors.base import RequestContext
@@ -169,8 +168,7 @@ class FastProjectPlugin(ProjectPlugin):
             raise ValueError("the fast path needs the simulated GoCD server itself (PluginWorld.model)")
         client = GoCDClient(InProcessServerCalls(world.api, console=console))
         gocd = DirectGoCDServer(world.model, client, console=console)
-        factory = store_cluster_factory(world.store, world.pod_counter)
-        self.backend = build_inprocess_backend(world.clock, world.api, factory, console=console)
+        self.backend = build_inprocess_backend(world.clock, world.api, world.cluster_factory, console=console)
         self.backend.backend.gocd_servers = _OneServer(gocd)
         self.transport = InProcessTransport(self.backend.backend)
         self._context = RequestContext(self.backend.backend, CALLBACK_URL)

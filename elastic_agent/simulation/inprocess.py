@@ -9,6 +9,11 @@ Every difference from production is a part passed in through a seam, never a pat
   overlay are the same, only *when* the patch is sent changes: from "a few milliseconds later" to "at
   the end of this instant"). A pod whose write failed waits for its backoff as in production: it stays
   queued and is tried at the first drain after its due time.
+- `DeferredWork`: the backend's and the pools' `Background`. Production does work off the request
+  path on a thread "soon"; here the driver does it at the end of the instant, with the deferred writes.
+- The pools' first pod lists: the in-process port leaves each list for the driver to answer at the end
+  of the instant (inprocess_cluster.py), so the requests of the instant a pool is connected meet a cache
+  that has not synced, as in production.
 - `SyncNarrator`: console lines are sent at once on the caller's thread (or only counted).
 - `InProcessTransport`: the simulated server's `PluginTransport`, calling the executors of the dispatch
   table directly (with the same error-to-answer mapping as the HTTP app).
@@ -17,9 +22,12 @@ Every difference from production is a part passed in through a seam, never a pat
 from __future__ import annotations
 
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elastic_agent.backend import Backend, ClusterFactory
+from elastic_agent.background import Background, Work
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.narrator import Job, send_console_line
 from elastic_agent.gocd.server import CONSOLE_LOG, GoCDClient, GoCDServer
@@ -28,6 +36,7 @@ from elastic_agent.pool.remote_file import RemoteFileFetcher
 from elastic_agent.pool.writer import AnnotationWriter, PendingWrites, StateWriter
 from elastic_agent.service.app import answer_safely
 from elastic_agent.simulation.gocd_callbacks import ServerApi
+from elastic_agent.simulation.inprocess_cluster import InProcessCluster, answer_lists
 from executors.base import RequestContext
 from executors.base import Response as PluginResponse
 from executors.dispatch import executor_for
@@ -119,6 +128,30 @@ class DeferredWriter:
         return written
 
 
+class DeferredWork:
+    """A `Background` without a thread, shared by the backend and its pools: `drain` does what was
+    handed over, in order, and what that hands over in turn."""
+
+    def __init__(self) -> None:
+        self._queue: deque[Work] = deque()
+
+    def __call__(self, _name: str) -> Background:  # the backend's BackgroundFactory
+        return self
+
+    def submit(self, what: str, work: Work) -> None:
+        self._queue.append(work)
+
+    def stop(self, deadline: float) -> None:
+        self.drain()
+
+    def drain(self) -> int:
+        done = 0
+        while self._queue:
+            self._queue.popleft()()
+            done += 1
+        return done
+
+
 @dataclass
 class DeferredWriters:
     """The writer factory of a virtual-time backend; keeps every writer it made for the driver."""
@@ -143,9 +176,24 @@ class InProcessBackend:
 
     backend: Backend
     writers: DeferredWriters
+    work: DeferredWork = field(default_factory=DeferredWork)
+    lists: list[InProcessCluster] = field(default_factory=list)  # first pod lists on their way
+
+    def settle(self) -> int:
+        """What production does right after a request, in its order: the first pod lists arrive, the
+        background work runs, the state writes go out; until none is left (work may make more).
+        Returns how many writes went out."""
+        written = 0
+        while True:
+            answered = answer_lists(self.lists)
+            done = self.work.drain()
+            wrote = self.writers.drain()
+            written += wrote
+            if not (answered or done or wrote):
+                return written
 
     def drain_writes(self) -> int:
-        return self.writers.drain()
+        return self.settle()
 
     def pending_writes(self) -> bool:
         """Whether a write is still queued after the last drain (it failed, or waits for its backoff)."""
@@ -153,20 +201,28 @@ class InProcessBackend:
 
 
 def build_inprocess_backend(
-    clock: Clock, api: ServerApi, cluster_factory: ClusterFactory, *, console: bool = True
+    clock: Clock,
+    api: ServerApi,
+    cluster_factory: Callable[[list[InProcessCluster]], ClusterFactory],
+    *,
+    console: bool = True,
 ) -> InProcessBackend:
-    """The wiring of `service.wsgi.build_backend`, with the in-process GoCD server and no threads."""
+    """The wiring of `service.wsgi.build_backend`, with the in-process GoCD server and no threads.
+    `cluster_factory(lists)`: the backend's cluster factory, whose ports leave their first list in
+    `lists` for the driver (store_cluster_factory's `lists` option)."""
     calls = InProcessServerCalls(api, console=console)
-    writers = DeferredWriters()
+    writers, work = DeferredWriters(), DeferredWork()
+    lists: list[InProcessCluster] = []
     backend = Backend(
         clock=clock,
         gocd_servers=OneGoCDServer(GoCDClient(calls)),
-        cluster_factory=cluster_factory,
-        remote_files=RemoteFileFetcher(clock),
+        cluster_factory=cluster_factory(lists),
+        remote_files=RemoteFileFetcher(clock, background=work),
         narrator=SyncNarrator(),
         writer_factory=writers,
+        background_factory=work,
     )
-    return InProcessBackend(backend, writers)
+    return InProcessBackend(backend, writers, work, lists)
 
 
 class InProcessTransport:

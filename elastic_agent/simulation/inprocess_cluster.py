@@ -17,6 +17,13 @@ Pod names: `build_pod` draws a random suffix per pod. For results that are ident
 port renames each new pod to `<prefix>-<counter>` (and its GO_EA agent id with it) before creating it;
 names are opaque to the pool, so decisions do not change, only become reproducible.
 
+The first list: a real informer's initial list takes a moment, and nothing of the cluster is known
+until it has arrived (client-go's `HasSynced`). Given `lists`, the port's `start()` leaves its list
+there and the driver answers it at the end of the instant (`answer_lists`), so requests in the instant a
+pool is created that may not wait (should-assign-work, job-completion) see a cache that has not synced,
+as they would in production; one that waits for the list (create-agent) gets it. Changes in the store
+before the list are not heard: the watch starts with it.
+
 Outages: setting `unreachable` makes every call raise `Unreachable` and freezes the cache, as a watch
 that cannot reach its server would; clearing it lists the store again. Calls report to the port's
 `OutageTracker` as the real adapter's do, so an outage in virtual time is logged and shown in GoCD as in
@@ -181,6 +188,7 @@ class InProcessCluster:
         name_prefix: str = "agent",
         counter: Callable[[], int] | None = None,
         clock: Clock | None = None,
+        lists: list[InProcessCluster] | None = None,
     ) -> None:
         self.namespace = namespace
         self.api_calls: dict[str, int] = {}
@@ -194,25 +202,56 @@ class InProcessCluster:
         self._rename = rename
         self._name_prefix = name_prefix
         self._counter = counter or itertools.count(1).__next__
-        self._synced = False
+        self._started = self._synced = False
+        self._lists = lists
+        self._on_synced: list[Callable[[], None]] = []
         store.add_listener(self._on_change)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        if self._lists is None:
+            self.list_now()
+        else:
+            self._lists.append(self)
+
+    def list_now(self) -> None:
+        """The first list arrives: the cache fills, and whoever waited for it is told."""
         if self._synced:
             return
+        if self._unreachable:
+            self.outage.failed("connection refused")  # the list comes when it answers again (`unreachable`)
+            return
+        if self._lists is not None and self in self._lists:
+            self._lists.remove(self)
         self._count("list")
         items, _ = self._store.list_pods(self.namespace)
+        self._synced = True
         for item in items:
             self._on_change("ADDED", item)
-        self._synced = True
+        callbacks, self._on_synced = self._on_synced, []
+        for callback in callbacks:
+            callback()
 
     def stop(self) -> None:
         pass
 
     def wait_synced(self, timeout: float) -> bool:
+        """A caller that may wait (create-agent's bounded wait) gets the list, as it would in production
+        from a cluster that answers: the list takes milliseconds, the wait allows seconds. One that may
+        not (timeout 0) sees the cache as it is."""
+        if not self._synced and self._started and timeout > 0:
+            self.list_now()
         return self._synced
+
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        if self._synced:
+            callback()
+        else:
+            self._on_synced.append(callback)
 
     def sync_problem(self) -> ClusterError | None:
         return self.outage.problem()  # otherwise the store is in process: the cache is always current
@@ -228,6 +267,10 @@ class InProcessCluster:
         self._unreachable = unreachable
         if unreachable:
             self.outage.failed("connection refused")  # the watch notices at once
+            return
+        if not self._synced:
+            if self._started:
+                self.list_now()
             return
         self._count("list")  # the watch lists again: what changed meanwhile is heard now
         items, _ = self._store.list_pods(self.namespace)
@@ -331,8 +374,8 @@ class InProcessCluster:
         self.outage.reached()
 
     def _on_change(self, kind: str, obj: Obj) -> None:
-        if self._unreachable:
-            return  # no watch: the change is heard at the list after the outage
+        if self._unreachable or not self._synced:
+            return  # no watch: the change is heard at the list (after the outage, or the first)
         meta = obj["metadata"]
         if meta.get("namespace") != self.namespace:
             return
@@ -391,3 +434,11 @@ def store_cluster_factory(
         )
 
     return factory
+
+
+def answer_lists(lists: list[InProcessCluster]) -> bool:
+    """Answer the first lists on their way (see the module's docstring); True if there was one."""
+    answered = bool(lists)
+    while lists:
+        lists.pop(0).list_now()
+    return answered

@@ -26,13 +26,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from elastic_agent.backend import ClusterFactory
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
 from elastic_agent.simulation.gocd_callbacks import ServerApi
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.inprocess import InProcessTransport, build_inprocess_backend
-from elastic_agent.simulation.inprocess_cluster import SimulationKubeStore, store_cluster_factory
+from elastic_agent.simulation.inprocess_cluster import (
+    InProcessCluster,
+    SimulationKubeStore,
+    store_cluster_factory,
+)
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.measures import PodTracker, PolicyResult, summarize
 from elastic_agent.simulation.workload import TraceJob
@@ -110,6 +115,11 @@ class PluginWorld:
     pod_counter: Callable[[], int] = field(default_factory=lambda: itertools.count(1).__next__)
     model: SimulatedGoCD | None = None  # the server itself, for a plugin that skips its API's JSON
 
+    def cluster_factory(self, lists: list[InProcessCluster]) -> ClusterFactory:
+        """The plugin's cluster factory over the world's store; its ports leave their first pod list in
+        `lists` for the plugin's driver to answer (inprocess_cluster.py)."""
+        return store_cluster_factory(self.store, self.pod_counter, lists=lists)
+
 
 class SimulatedPlugin(Protocol):
     def send(self, request_name: str, body: str) -> tuple[int, str]: ...
@@ -134,9 +144,8 @@ class ProjectPlugin:
     """This project's backend, in process."""
 
     def __init__(self, world: PluginWorld) -> None:
-        factory = store_cluster_factory(world.store, world.pod_counter)
         self.backend = build_inprocess_backend(
-            world.clock, world.api, factory, console=world.settings.console
+            world.clock, world.api, world.cluster_factory, console=world.settings.console
         )
         self.transport = InProcessTransport(self.backend.backend)
         self.settle_s = 0.0
@@ -146,7 +155,7 @@ class ProjectPlugin:
 
     def settle(self) -> None:
         started = time.perf_counter()
-        self.backend.drain_writes()
+        self.backend.settle()
         self.settle_s += time.perf_counter() - started
 
     def timings(self) -> tuple[dict[str, int], dict[str, float]]:
