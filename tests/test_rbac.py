@@ -142,13 +142,13 @@ def test_without_logs_or_events_the_agent_page_says_what_it_cannot_show(
     pod = assigned(stack, schedule(stack, reuse_profile(stack), duration=3600), timeout_s=60).agent_id
     assert pod is not None
     page = agent_page(stack, pod)
-    assert shown in page and "403" in page, page[-2000:]
+    assert shown in page and "answered 403" in page, page[-2000:]
     other = "Events could not be read" if resource == "pods/log" else "The log could not be read"
     if resource == "pods/log":
         assert other not in page, "the events are still shown"
     healthy_backend(stack)
     give_back(stack)
-    assert "403" not in agent_page(stack, pod)
+    assert "answered 403" not in agent_page(stack, pod)  # (a label hash may hold the digits)
 
 
 def test_with_the_whole_role_a_pod_reused_and_retired_leaves_nothing(
@@ -157,6 +157,6 @@ def test_with_the_whole_role_a_pod_reused_and_retired_leaves_nothing(
     stack = make_real_stack()
     cluster = stack.cluster_profile(idle_timeout="1m")
     pod = run_to_idle(stack, schedule(stack, reuse_profile(stack), cluster=cluster))
-    assert agent_page(stack, pod).count("403") == 0
+    assert "answered 403" not in agent_page(stack, pod)
     wait_until(lambda: nothing_left(stack), 30, "the idle pod retired")
     assert not health(stack)
