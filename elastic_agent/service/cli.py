@@ -150,8 +150,8 @@ def _advise_arguments(advise: argparse.ArgumentParser) -> None:
 
 
 def _advise(args: argparse.Namespace) -> int:
-    from elastic_agent.simulation.advisor import ScheduleOptions, run_advisor
-    from elastic_agent.simulation.workload import TraceError
+    from elastic_agent.advisor.advise import ScheduleOptions, run_advisor
+    from elastic_agent.advisor.workload import TraceError
 
     try:
         options = _advise_options(args)

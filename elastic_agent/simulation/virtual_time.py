@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from elastic_agent.advisor.measures import PodTracker, PolicyResult, summarize
+from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
@@ -34,8 +36,6 @@ from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.inprocess import InProcessTransport, build_inprocess_backend
 from elastic_agent.simulation.inprocess_cluster import SimulationKubeStore, store_cluster_factory
 from elastic_agent.simulation.kubelet import SimulatedKubelet
-from elastic_agent.simulation.measures import PodTracker, PolicyResult, summarize
-from elastic_agent.simulation.workload import TraceJob
 from profiles.quantities import parse_duration
 from profiles.schedule import parse_schedule
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elastic_agent.simulation.measures import PolicyResult
-from elastic_agent.simulation.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.advisor.workload import TraceJob, describe, read_trace
 from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, simulate_all
-from elastic_agent.simulation.workload import TraceJob, describe, read_trace
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")
 DEFAULT_MIN_IDLE = (0, 1)
