@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from elastic_agent.advisor.measures import PodTracker, PolicyResult, summarize
+from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -36,6 +36,7 @@ from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.inprocess import InProcessTransport, build_inprocess_backend
 from elastic_agent.simulation.inprocess_cluster import SimulationKubeStore, store_cluster_factory
 from elastic_agent.simulation.kubelet import SimulatedKubelet
+from elastic_agent.simulation.run_summary import PodTracker, summarize
 from profiles.quantities import parse_duration
 from profiles.schedule import parse_schedule
 
