@@ -210,7 +210,7 @@ def test_a_schedule_waits_like_the_long_flat_setting_for_less_idle_and_far_less_
 def test_a_bad_advise_option_is_one_sentence_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
 ) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     path = tmp_path / "trace.jsonl"
     write_trace(_office_day(), path)
@@ -222,7 +222,7 @@ def test_a_bad_advise_option_is_one_sentence_and_exit_2(
 def test_advise_recommends_the_schedule_with_the_clock_at_the_traces_origin(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     # The office day's bursts, with time 0 at noon in Berlin: they fall from 20:00 to 05:00 there. The
     # periods are proposed from those absolute times, and the simulator's clock must start at the

@@ -139,7 +139,7 @@ def test_percentile_is_nearest_rank() -> None:
 def test_advise_command_prints_a_frontier_and_a_recommendation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     trace = generate(WorkloadSpec(jobs=60, days=0.02, profiles=WorkloadSpec().profiles[:1]), seed=8)
     path = tmp_path / "history.csv"
