@@ -6,6 +6,7 @@ result and its percentiles) and `schedule_advice.py` (schedules proposed from a 
 it imports nothing of `elastic_agent.simulation`, because the simulator imports it (it replays traces
 and fills results) and so does the serving path's trace command (the percentile of real waits).
 `advise.py` runs the simulator over the candidates and is the only module here that imports it;
-`command.py`, the command's options, imports it only when `advise` runs. This file imports nothing:
-importing the vocabulary must not load the rest.
+`command.py`, the command's options, imports it only when `advise` runs. The layers contract in
+pyproject.toml holds the halves apart. This file imports nothing: importing the vocabulary must not load
+the rest.
 """
