@@ -12,6 +12,9 @@ wait is at most `target` times the baseline's, whose p95 wait is at most `p95_ta
 under which no job waits past the create-agent re-send period; else the candidate with the shortest
 wait (p95 when a p95 target is given, else mean). The best single setting is chosen by the same rule
 among the flat candidates alone, and the two are shown side by side.
+
+The advisor's one module that imports the simulator; `command.py` imports it only when `advise` runs,
+so that building the command line (for `serve` too) loads no simulation module.
 """
 
 from __future__ import annotations
