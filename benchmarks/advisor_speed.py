@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from elastic_agent.simulation.advisor import run_advisor
-from elastic_agent.simulation.workload import (
+from elastic_agent.advisor.advise import run_advisor
+from elastic_agent.advisor.workload import (
     DEFAULT_ORIGIN,
     WeekShape,
     WorkloadSpec,

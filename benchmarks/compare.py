@@ -19,9 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.legacy_reuse import legacy_policy
-from elastic_agent.simulation.measures import PolicyResult
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
-from elastic_agent.simulation.workload import (
+from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.workload import (
     TraceJob,
     WorkloadSpec,
     describe,
@@ -29,6 +28,7 @@ from elastic_agent.simulation.workload import (
     load_trace,
     write_trace,
 )
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 
 RESULTS = Path(__file__).parent / "results"
 PLOT_LINKS = ["![wait distribution](wait_distribution.png)", "![pods over time](pods_over_time.png)", ""]

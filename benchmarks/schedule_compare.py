@@ -27,10 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elastic_agent.simulation.measures import PolicyResult
-from elastic_agent.simulation.schedule_advice import Demand, analyse, propose
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
-from elastic_agent.simulation.workload import (
+from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.schedule_advice import Demand, analyse, propose
+from elastic_agent.advisor.workload import (
     DEFAULT_ORIGIN,
     TraceJob,
     WeekShape,
@@ -38,6 +37,7 @@ from elastic_agent.simulation.workload import (
     describe,
     generate,
 )
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 
 RESULTS = Path(__file__).parent / "results"
 FLAT = ("2m", "10m", "30m", "60m")

@@ -1,5 +1,5 @@
 import sys
 
-from elastic_agent.service.cli import main
+from elastic_agent.cli import main
 
 sys.exit(main())

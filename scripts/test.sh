@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, types, declared dependencies, dead code, Python tests (incl. headless-browser
-# checks of the status pages) and the bridge jar's Maven build with its JUnit and end-to-end tests.
+# The whole test suite: lint, types, declared dependencies, layers, dead code, Python tests (incl.
+# headless-browser checks of the status pages) and the bridge jar's Maven build with its JUnit and
+# end-to-end tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -19,6 +20,7 @@ fi
 .venv/bin/ruff check elastic_agent executors profiles tests benchmarks
 .venv/bin/mypy
 .venv/bin/deptry .  # every import declared, nothing declared unused (pyproject.toml, [tool.deptry])
+.venv/bin/lint-imports  # no module imports a layer above its own (pyproject.toml, [tool.importlinter])
 .venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
 .venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
 .venv/bin/python -m pytest -q "$@"

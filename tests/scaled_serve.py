@@ -14,9 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from elastic_agent import cli
 from elastic_agent.backend import Backend
 from elastic_agent.clock import ScaledClock
-from elastic_agent.service import cli, wsgi
+from elastic_agent.service import wsgi
 
 
 def shared_clock(speed: float, sim_origin: float, wall_origin: float) -> ScaledClock:
@@ -31,7 +32,7 @@ def main(argv: Sequence[str]) -> int:
     def build_on_the_shared_clock(*args: Any, **kwargs: Any) -> Backend:
         return build(*args, **{**kwargs, "clock": clock})
 
-    # cli._serve imports build_backend from the module when it runs: this is the one thing changed.
+    # service/cli.py's _serve imports build_backend from the module when it runs: the one thing changed.
     wsgi.build_backend = build_on_the_shared_clock
     return cli.main(list(argv[3:]))
 

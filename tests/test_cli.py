@@ -1,11 +1,14 @@
-"""Starting the service: refusals are one clear line, never a traceback; a started service is healthy."""
+"""Starting the service: refusals are one clear line, never a traceback; a started service is healthy and
+has loaded nothing of the simulator."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -101,3 +104,74 @@ def test_the_service_starts_answers_healthz_and_stops_on_sigterm(tmp_path: Path)
 def test_a_negative_heap_trim_interval_is_one_clear_line() -> None:
     line = one_clear_line(serve("--heap-trim-every", "-5", token="t"))
     assert "--heap-trim-every must be 0 (never) or a number of seconds" in line
+
+
+# Runs `serve` as `python -m elastic_agent serve` does (main thread, SIGTERM to stop) and lists, once it
+# has answered requests and stopped, the simulator's modules it loaded, and the advisor's module that runs
+# the simulator. The lazy imports of the command line and of request handling count: they are why this
+# is a running process and not the import-linter contract, which sees only the code.
+_SERVE_AND_LIST = textwrap.dedent(
+    """
+    import json, os, signal, sys, threading, time, urllib.request
+
+    import elastic_agent.service.app
+    import elastic_agent.service.cli
+    import elastic_agent.service.wsgi
+    from elastic_agent.cli import main
+
+    url = "http://127.0.0.1:" + sys.argv[1]
+    answers = []
+
+    def exercise():
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    urllib.request.urlopen(url + "/healthz", timeout=2)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            for name in ("get-capabilities", "get-icon", "plugin-status-report"):
+                request = urllib.request.Request(
+                    url + "/gocd/plugin/cd.go.elastic-agent." + name,
+                    data=b"{}",
+                    headers={"Authorization": "Bearer t"},
+                    method="POST",
+                )
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    answers.append(answer.status)
+            with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+                answers.append(answer.status)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=exercise, daemon=True).start()
+    code = main(["serve", "--bind", "127.0.0.1:" + sys.argv[1]])
+    loaded = sorted(
+        m for m in sys.modules
+        if m.startswith("elastic_agent.simulation") or m == "elastic_agent.advisor.advise"
+    )
+    print(json.dumps({"code": code, "answers": answers, "simulation_modules": loaded}))
+    """
+)
+
+
+def test_a_serving_backend_loads_no_module_of_the_simulator() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "GOCD_ELASTIC_AGENT_TOKEN": "t"}
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE_AND_LIST, str(port)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["answers"] == [200, 200, 200, 200], result.stderr
+    assert report["simulation_modules"] == []
+    assert report["code"] == 0

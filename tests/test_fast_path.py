@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from elastic_agent.advisor.workload import TraceJob, WorkloadSpec, generate
 from elastic_agent.simulation.fast_plugin import FastProjectPlugin
 from elastic_agent.simulation.virtual_time import START, Policy, ProjectPlugin, SimSettings, Simulation
-from elastic_agent.simulation.workload import TraceJob, WorkloadSpec, generate
 
 JOBS = int(os.environ.get("FAST_PATH_JOBS", "2000"))
 # The trace's time 0 is START, 22:13 UTC: the schedule's period starts 47 minutes in (the backend is woken

@@ -16,7 +16,7 @@ import pytest
 import requests
 import responses
 
-from elastic_agent.service.cli import main
+from elastic_agent.cli import main
 
 SERVER = "https://gocd.example.com/go"
 CLUSTERS_URL = SERVER + "/api/admin/elastic/cluster_profiles"

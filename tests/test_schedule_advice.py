@@ -16,10 +16,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from elastic_agent.simulation.advisor import advise_profile, render
-from elastic_agent.simulation.schedule_advice import analyse, propose
-from elastic_agent.simulation.virtual_time import SimSettings
-from elastic_agent.simulation.workload import (
+from elastic_agent.advisor.advise import advise_profile, render
+from elastic_agent.advisor.schedule_advice import analyse, propose
+from elastic_agent.advisor.workload import (
     DEFAULT_ORIGIN,
     TraceError,
     TraceJob,
@@ -30,6 +29,7 @@ from elastic_agent.simulation.workload import (
     read_trace,
     write_trace,
 )
+from elastic_agent.simulation.virtual_time import SimSettings
 from profiles.elastic import check_elastic_properties
 from profiles.schedule import parse_schedule
 
@@ -210,7 +210,7 @@ def test_a_schedule_waits_like_the_long_flat_setting_for_less_idle_and_far_less_
 def test_a_bad_advise_option_is_one_sentence_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
 ) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     path = tmp_path / "trace.jsonl"
     write_trace(_office_day(), path)
@@ -222,7 +222,7 @@ def test_a_bad_advise_option_is_one_sentence_and_exit_2(
 def test_advise_recommends_the_schedule_with_the_clock_at_the_traces_origin(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     # The office day's bursts, with time 0 at noon in Berlin: they fall from 20:00 to 05:00 there. The
     # periods are proposed from those absolute times, and the simulator's clock must start at the

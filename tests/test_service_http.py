@@ -211,7 +211,7 @@ def test_liveness_and_readiness_answer_and_readiness_turns_503_while_stopping(st
 
 
 def test_the_probe_command_exits_0_only_when_the_backend_answers_200(stack: Stack) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     assert stack.service is not None
     assert main(["probe", "--url", f"{stack.service.url}/readyz"]) == 0

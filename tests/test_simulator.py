@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from elastic_agent.simulation.measures import PolicyResult, percentile
-from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, Simulation, simulate_all
-from elastic_agent.simulation.workload import (
+from elastic_agent.advisor.measures import PolicyResult, percentile
+from elastic_agent.advisor.workload import (
     TraceError,
     TraceJob,
     WorkloadSpec,
@@ -17,6 +16,7 @@ from elastic_agent.simulation.workload import (
     parse_trace,
     write_trace,
 )
+from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, Simulation, simulate_all
 
 REUSE_2M = Policy("reuse 2m", {"Reuse": "true", "IdleTimeout": "2m"})
 ONE_PER_JOB = Policy("one pod per job", {"Reuse": "false"})
@@ -139,7 +139,7 @@ def test_percentile_is_nearest_rank() -> None:
 def test_advise_command_prints_a_frontier_and_a_recommendation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from elastic_agent.service.cli import main
+    from elastic_agent.cli import main
 
     trace = generate(WorkloadSpec(jobs=60, days=0.02, profiles=WorkloadSpec().profiles[:1]), seed=8)
     path = tmp_path / "history.csv"

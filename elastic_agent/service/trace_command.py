@@ -3,7 +3,7 @@ the advisor, and the waits those jobs really had.
 
 It reads every pipeline's config, the environments and the history of each job on an elastic profile
 through GoCD's REST API (`gocd/history.py` says which calls and what it relies on), and writes one line per
-job run since `--since`, sorted by `at`, in the trace format of `simulation/workload.py`:
+job run since `--since`, sorted by `at`, in the trace format of `advisor/workload.py`:
 `{"at": "2026-11-24T09:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
 "duration": 280.0, "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
 time, so the time of day and the day of the week survive for schedules; `waited` and `built` are extra
@@ -26,11 +26,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from elastic_agent.advisor.measures import percentile
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.gocd.history import REASONS, History, JobRun, read_history
 from elastic_agent.gocd.rest_api import GoCDApiError, GoCDRestClient
 from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
-from elastic_agent.simulation.measures import percentile
 from profiles.quantities import parse_duration
 
 DEFAULT_SINCE = "7d"

@@ -15,12 +15,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.stack import Stack, StackOptions
 from elastic_agent.simulation.virtual_time import Policy as SimPolicy
 from elastic_agent.simulation.virtual_time import SimSettings, Simulation
-from elastic_agent.simulation.workload import TraceJob
 
 PROFILES = ("small", "large")
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.backend import ClusterFactory
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -39,8 +41,7 @@ from elastic_agent.simulation.inprocess_cluster import (
     store_cluster_factory,
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
-from elastic_agent.simulation.measures import PodTracker, PolicyResult, summarize
-from elastic_agent.simulation.workload import TraceJob
+from elastic_agent.simulation.run_summary import PodTracker, summarize
 from profiles.quantities import parse_duration
 from profiles.schedule import parse_schedule
 

@@ -1,16 +1,15 @@
 """What a simulated run measured: pods created, waits, idle pod-seconds, pods over time.
 
 `PodTracker` listens to the fake cluster's store (every pod's creation and deletion, on the clock); the
-simulated GoCD server knows registrations, assignments and waits. `summarize` joins the two.
+simulated GoCD server knows registrations, assignments and waits. `summarize` joins the two into the
+advisor's `PolicyResult`. This half of the measuring reads the simulator's objects, so it lives with
+them; the result and its statistics are the advisor's (`advisor/measures.py`), which the simulator imports
+and never the other way round.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
+from elastic_agent.advisor.measures import PolicyResult, percentile
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import SimulatedGoCD
@@ -42,70 +41,6 @@ class PodTracker:
                 self.deleted[name] = now
                 self.live -= 1
                 self.timeline.append((now, self.live))
-
-
-def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of already sorted values (0 for none)."""
-    if not sorted_values:
-        return 0.0
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
-
-
-@dataclass
-class PolicyResult:
-    policy: str
-    jobs: int
-    assigned: int
-    completed: int
-    pods_created: int
-    wait_mean: float
-    wait_p50: float
-    wait_p95: float
-    wait_p99: float
-    wait_max: float
-    waited_past_resend: int
-    idle_pod_s: float
-    boot_pod_s: float
-    busy_pod_s: float
-    peak_pods: int
-    pods_left: int
-    simulated_s: float
-    wall_s: float
-    events: int
-    create_agent_sent: int
-    should_assign_asked: int
-    violations: list[str] = field(default_factory=list)
-    plugin_errors: list[str] = field(default_factory=list)
-    waits: list[float] = field(default_factory=list, repr=False)
-    timeline: list[tuple[float, int]] = field(default_factory=list, repr=False)
-    # Requests and real seconds the plugin spent per request name, when it reports them (this project's
-    # backend); "settle" is its deferred work after requests.
-    plugin_calls: dict[str, int] = field(default_factory=dict, repr=False)
-    plugin_time_s: dict[str, float] = field(default_factory=dict, repr=False)
-
-    @property
-    def pods_per_job(self) -> float:
-        return self.pods_created / max(1, self.jobs)
-
-    @property
-    def idle_pod_s_per_job(self) -> float:
-        return self.idle_pod_s / max(1, self.jobs)
-
-    @property
-    def boot_pod_s_per_job(self) -> float:
-        return self.boot_pod_s / max(1, self.jobs)
-
-    def numbers(self) -> dict[str, Any]:
-        """Everything but the long series and the per-request timings, for JSON and tests."""
-        skip = {"waits", "timeline", "plugin_calls", "plugin_time_s"}
-        values = {key: value for key, value in vars(self).items() if key not in skip}
-        values |= {
-            "pods_per_job": self.pods_per_job,
-            "idle_pod_s_per_job": self.idle_pod_s_per_job,
-            "boot_pod_s_per_job": self.boot_pod_s_per_job,
-        }
-        return values
 
 
 def summarize(

@@ -1,6 +1,10 @@
-"""Workloads for the virtual-time simulator: a trace format users can fill from their own history, and a
-generator of realistic traces (a daily cycle or a working week, bursts, a mix of profiles and
-environments).
+"""Workloads for the advisor and the virtual-time simulator: a trace format users can fill from their own
+history (`python -m elastic_agent trace` writes it), and a generator of realistic traces (a daily cycle
+or a working week, bursts, a mix of profiles and environments).
+
+The trace is what the user hands the advisor, and the simulator's input: it is the advisor's, and the
+simulator imports it from here. So it imports nothing of `elastic_agent.simulation`, which keeps the
+two packages from importing each other in a circle.
 
 Trace format, either
 - JSON lines (`.jsonl`, `.json`): one object per job,

@@ -12,6 +12,9 @@ wait is at most `target` times the baseline's, whose p95 wait is at most `p95_ta
 under which no job waits past the create-agent re-send period; else the candidate with the shortest
 wait (p95 when a p95 target is given, else mean). The best single setting is chosen by the same rule
 among the flat candidates alone, and the two are shown side by side.
+
+The advisor's one module that imports the simulator; `command.py` imports it only when `advise` runs,
+so that building the command line (for `serve` too) loads no simulation module.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elastic_agent.simulation.measures import PolicyResult
-from elastic_agent.simulation.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.advisor.workload import TraceJob, describe, read_trace
 from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, simulate_all
-from elastic_agent.simulation.workload import TraceJob, describe, read_trace
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")
 DEFAULT_MIN_IDLE = (0, 1)

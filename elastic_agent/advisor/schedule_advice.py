@@ -13,7 +13,8 @@ for a pod to boot when more jobs of its fingerprint arrived within one refill wi
 warm pool refills, plus a boot) than idle pods were kept; so the warm pool a candidate keeps
 (`MinIdlePods`) is a quantile of that count over the busy hours' jobs, and its IdleTimeout is longer
 (idle pods are soon wanted again). Outside the busy hours the cheap plain values hold. Which candidate
-is worth its idle pods is left to the simulation (advisor.py): these are proposals, not answers.
+is worth its idle pods is left to the simulation (advise.py): these are proposals, not answers. Pure
+arithmetic over the trace: it imports nothing of the simulator, which only `advise.py` runs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from elastic_agent.simulation.workload import TraceJob
+from elastic_agent.advisor.workload import TraceJob
 from profiles.quantities import format_duration, parse_duration
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -1,0 +1,153 @@
+"""`python -m elastic_agent advise TRACE`: the command's options and their checks (a bad one is a sentence
+and exit status 2, not a failed simulation).
+
+Kept with the advisor, as the trace and migrate commands keep theirs, and wired in by
+`elastic_agent/cli.py`. The command line builds every command's parser whatever the command, so this
+module imports nothing of the simulator: `run` imports `advise.py`, which runs it, when `advise` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from elastic_agent.advisor.workload import TraceError
+from profiles.quantities import parse_duration
+
+HELP = (
+    "simulate IdleTimeout and MinIdlePods candidates and ReuseSchedule proposals per profile on a trace of "
+    "jobs"
+)
+
+
+def add_arguments(advise: argparse.ArgumentParser) -> None:
+    advise.add_argument(
+        "trace",
+        help="trace: .jsonl or .csv with at,profile,environment,pipeline,duration (`at` in seconds, with an "
+        "optional `# origin: ISO-TIME` line, or ISO 8601 times)",
+    )
+    advise.add_argument("--idle-timeouts", default="2m,5m,10m,20m", help="flat IdleTimeout candidates")
+    advise.add_argument("--min-idle", default="0,1", help="flat MinIdlePods candidates (default 0,1)")
+    advise.add_argument(
+        "--target", type=float, default=0.2, help="mean wait wanted, as a share of one pod per job's"
+    )
+    advise.add_argument(
+        "--p95-target", type=float, default=10.0, help="p95 wait wanted, in seconds (default 10; 0: none)"
+    )
+    advise.add_argument(
+        "--timezone", default="UTC", help="IANA time zone the schedules' hours are read in (default UTC)"
+    )
+    advise.add_argument("--no-schedules", action="store_true", help="flat candidates only")
+    advise.add_argument(
+        "--warm-quantiles",
+        default="0.5",
+        help="a schedule's MinIdlePods serves this share of busy-hour jobs without a boot (0: none; "
+        "default 0.5)",
+    )
+    advise.add_argument(
+        "--busy-idle-timeouts",
+        default="30m,60m",
+        help="a schedule's IdleTimeout in busy hours (default 30m,60m)",
+    )
+    advise.add_argument(
+        "--plain-idle-timeouts",
+        default="2m,10m",
+        help="a schedule's IdleTimeout outside busy hours (default 2m,10m)",
+    )
+    advise.add_argument(
+        "--busy-share",
+        type=float,
+        default=0.25,
+        help="an hour is busy from this share of the busiest hour's arrivals (default 0.25)",
+    )
+    advise.add_argument("--pending-pods", type=int, default=100, help="the cluster's pending_pods_count")
+    advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
+    advise.add_argument("--seed", type=int, default=1)
+    advise.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every command's parser is built whatever the command, `serve` included, and
+    # this is what loads the simulator.
+    from elastic_agent.advisor.advise import ScheduleOptions, run_advisor
+
+    try:
+        options = _options(args)
+        return run_advisor(
+            args.trace,
+            idle_timeouts=_durations(args.idle_timeouts, "--idle-timeouts"),
+            min_idle=[_count(n, "--min-idle", 0) for n in _items(args.min_idle)],
+            target=args.target,
+            p95_target=args.p95_target if args.p95_target > 0 else None,
+            schedules=ScheduleOptions(**options),
+            seed=args.seed,
+            pending_pods=_count(str(args.pending_pods), "--pending-pods", 1),
+            max_jobs=args.max_jobs,
+            workers=args.workers,
+        )
+    except OSError as error:
+        print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    except (TraceError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The schedule options, each checked here: a bad one is a sentence, not a failed simulation."""
+    try:
+        ZoneInfo(args.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"--timezone: {args.timezone!r} is not an IANA time zone (e.g. Europe/Berlin)"
+        ) from None
+    quantiles = []
+    for text in _items(args.warm_quantiles):
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= 1:
+            raise ValueError(f"--warm-quantiles: {text!r} is not a share from 0 to 1 (e.g. 0.8)")
+        quantiles.append(value)
+    if not 0 < args.busy_share <= 1:
+        raise ValueError(f"--busy-share: {args.busy_share:g} is not a share between 0 and 1")
+    return {
+        "enabled": not args.no_schedules,
+        "timezone": args.timezone,
+        "quantiles": quantiles,
+        "busy_idle_timeouts": _durations(args.busy_idle_timeouts, "--busy-idle-timeouts"),
+        "plain_idle_timeouts": _durations(args.plain_idle_timeouts, "--plain-idle-timeouts"),
+        "busy_share": args.busy_share,
+    }
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _durations(text: str, option: str) -> list[str]:
+    items = _items(text)
+    if not items:
+        raise ValueError(f"{option}: give at least one duration (e.g. 10m)")
+    for item in items:
+        try:
+            parse_duration(item)
+        except ValueError as error:
+            raise ValueError(f"{option}: {error}") from None
+    return items
+
+
+def _count(text: str, option: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ValueError(f"{option}: {text!r} is not a whole number of at least {least}")
+    return value
