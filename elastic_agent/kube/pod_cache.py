@@ -49,7 +49,6 @@ MAX_TOMBSTONES = 4096
 # overlapped a relist) can cost. Kept by count alone, the hidden pods of a busy cluster filled to
 # MAX_TOMBSTONES over the first hour and stayed there (the soak).
 LOCAL_TTL_S = 600.0
-TOMBSTONE_TTL_S = LOCAL_TTL_S
 
 Note = tuple[str, PodView]  # ("ADDED" | "MODIFIED" | "DELETED", the pod)
 

@@ -192,9 +192,6 @@ class InProcessBackend:
             if not (answered or done or wrote):
                 return written
 
-    def drain_writes(self) -> int:
-        return self.settle()
-
     def pending_writes(self) -> bool:
         """Whether a write is still queued after the last drain (it failed, or waits for its backoff)."""
         return any(writer.queued() for writer in self.writers.made)
