@@ -32,3 +32,23 @@ EXECUTORS: dict[str, Executor] = {
 
 def executor_for(request_name: str) -> Executor | None:
     return EXECUTORS.get(request_name)
+
+
+# The requests whose executor never waits on the network (no Kubernetes API call, no call into GoCD, no
+# remote pod template fetched; only locks that are never held across such a call): the service answers
+# them on its server's own thread. Every other request runs on a handler thread that stopping can give up
+# on (elastic_agent/service/in_flight.py says why, and why not every request: the hand-over costs).
+FROM_MEMORY: frozenset[str] = frozenset(
+    {
+        PREFIX + "should-assign-work",
+        PREFIX + "job-completion",
+        PREFIX + "get-icon",
+        PREFIX + "get-capabilities",
+        PREFIX + "get-cluster-profile-metadata",
+        PREFIX + "get-cluster-profile-view",
+        PREFIX + "get-elastic-agent-profile-metadata",
+        PREFIX + "get-elastic-agent-profile-view",
+        "go.plugin-settings.get-configuration",
+        "go.plugin-settings.get-view",
+    }
+)

@@ -7,6 +7,10 @@ pods (WSGI call to answer), a Flask route took about 300 us, of which the execut
 rest Flask's per-request machinery (request context, URL map, Request and Response objects, signals);
 the function takes about 50 us. Over HTTP, waitress adds about 300 us of CPU per request either way.
 Flask (the application factory, `create_app`) serves `/healthz`, `/metrics` and everything else.
+
+A plugin request that may wait on the network runs on a handler thread (`in_flight.Handlers`) while the
+server's thread waits for its answer, so that a graceful stop can answer it with a 503 rather than drop
+its connection; the requests answered from memory, the hot path among them, run where they arrive.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from elastic_agent.gocd.server import GoCDError
 from elastic_agent.gocd.shared_token import SharedToken, shared
 from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.remote_file import RemoteFileError
+from elastic_agent.service.in_flight import Handlers
 from elastic_agent.service.metrics import Metrics
 from executors.base import Incident, RequestContext, new_incident
 from executors.base import Response as PluginResponse
-from executors.dispatch import EXECUTORS, PREFIX, executor_for
+from executors.dispatch import EXECUTORS, FROM_MEMORY, PREFIX, executor_for
 from profiles.errors import ProfileError
 
 if TYPE_CHECKING:
@@ -57,9 +62,11 @@ def create_app(
     metrics: Metrics | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     stopping: threading.Event | None = None,
+    handlers: Handlers[PluginAnswer] | None = None,
 ) -> Flask:
     """`token`: the one the bridge must send (a `TokenFile` follows its file). `stopping`: set once a
-    graceful stop has begun (wsgi.RunningService.stop); /readyz says so."""
+    graceful stop has begun (wsgi.RunningService.stop); /readyz says so. `handlers`: the threads that
+    run the requests that may wait on the network, which a graceful stop gives up on."""
     metrics = metrics or Metrics()
     metrics.watch_pods(lambda: pod_counts(backend))
     metrics.watch_structures(backend.sizes, backend.size_limits)
@@ -90,7 +97,8 @@ def create_app(
         return Response(generate_latest(metrics.registry), mimetype=CONTENT_TYPE_LATEST)
 
     # The documented Flask way to put WSGI middleware in front of the application.
-    app.wsgi_app = plugin_requests_first(app.wsgi_app, plugin, max_body_bytes)  # type: ignore[method-assign,assignment]
+    served = plugin_requests_first(app.wsgi_app, plugin, max_body_bytes, handlers or Handlers())
+    app.wsgi_app = served  # type: ignore[method-assign,assignment]
     return app
 
 
@@ -147,6 +155,23 @@ class PluginRequests:
             metric_name = name
         return self.counted(metric_name, answer)
 
+    def given_up(self, name: str) -> PluginAnswer:
+        """The answer to a request still waiting on the network when a graceful stop gave up on it.
+
+        503, Service Unavailable: nothing failed, the backend went away before the answer was known, and
+        the request can be sent again. GoCD takes a create-agent that did not answer 200 as one that
+        created nothing and sends it again, with the same job_id, for a job still waiting at its next
+        scheduling of the job: the job is not lost, and a re-send is idempotent here. A pod the abandoned
+        handler may still create before the process exits carries the labels by which the next backend
+        finds it. server-ping comes again at the next interval; a status page is reloaded."""
+        short = name.removeprefix(PREFIX)
+        log.warning("%s: answered 503, the backend is stopping and the request was still waiting", short)
+        text = (
+            f"{short}: the plugin's backend is stopping (SIGTERM) and this request was still waiting on the "
+            "Kubernetes API or on the GoCD server; it can be sent again once the backend is back."
+        )
+        return self.counted(name, PluginResponse(503, text))
+
     def counted(self, metric_name: str, answer: PluginResponse) -> PluginAnswer:
         key = (metric_name, answer.status)
         answered = self._answered.get(key)
@@ -158,10 +183,14 @@ class PluginRequests:
 
 
 def plugin_requests_first(
-    flask_app: WSGIApplication, plugin: PluginRequests, max_body_bytes: int
+    flask_app: WSGIApplication,
+    plugin: PluginRequests,
+    max_body_bytes: int,
+    handlers: Handlers[PluginAnswer],
 ) -> WSGIApplication:
     """Serves `POST /gocd/plugin/...` (see the module's docstring); everything else goes to Flask."""
     known = {PLUGIN_PATH + name: name for name in EXECUTORS}  # one lookup for the common case
+    hand_over = EXECUTORS.keys() - FROM_MEMORY  # an unknown name is answered from memory too (404)
 
     def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -177,6 +206,12 @@ def plugin_requests_first(
             answer = PluginAnswer(401, "missing or wrong token\n", TEXT)
         elif length > max_body_bytes:
             answer = _too_large(plugin, name, max_body_bytes)
+        elif name in hand_over:
+            callback_url = environ.get("HTTP_X_GOCD_CALLBACK_URL")
+            answer = handlers.answer(
+                lambda: plugin.answer(name, callback_url, lambda: _read(environ, length, max_body_bytes)),
+                lambda: plugin.given_up(name),
+            )
         else:
             answer = plugin.answer(
                 name, environ.get("HTTP_X_GOCD_CALLBACK_URL"), lambda: _read(environ, length, max_body_bytes)

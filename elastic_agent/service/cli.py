@@ -110,8 +110,9 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: done.set())
     done.wait()
-    # SIGTERM (Kubernetes, the bridge): stop accepting, answer what is in flight, write every queued pod
-    # state change, stop watching, exit 0, all within STOP_WITHIN_S.
+    # SIGTERM (Kubernetes, the bridge): stop accepting, answer what is in flight (a 503 with a sentence for
+    # a request still waiting on the network at the deadline: never a dropped connection), write every
+    # queued pod state change, stop watching, exit 0, all within STOP_WITHIN_S.
     logging.getLogger(__name__).info("stopping: answering the requests in flight and writing pod states")
     running.stop()
     return 0

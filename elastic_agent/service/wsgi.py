@@ -2,8 +2,10 @@
 waitress: started in a background thread, stopped gracefully (what SIGTERM does; cli.py).
 
 Stopping, in order, within a deadline: stop accepting connections; let the requests in flight be
-answered and their answers written; close the connections; then the backend writes every queued pod
-state change and console line and stops watching (Backend.stop).
+answered and their answers written; answer those still waiting on the network with a 503 (in_flight.py)
+and write those answers too; close the connections; then the backend writes every queued pod state
+change and console line and stops watching (Backend.stop). No request in flight sees its connection
+closed without an answer.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +36,9 @@ from elastic_agent.kube.connect import connect
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.remote_file import RemoteFileFetcher
-from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, create_app, too_large
+from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, PluginAnswer, create_app, too_large
 from elastic_agent.service.heap_trim import DEFAULT_EVERY_S, HeapTrimmer, start_heap_trimmer
+from elastic_agent.service.in_flight import Handlers
 from elastic_agent.service.metrics import Metrics
 from elastic_agent.service.period_timer import PeriodTimer
 from profiles.cluster import ClusterProfile
@@ -45,9 +49,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # What SIGTERM may take in all, and the part of it the requests in flight get; the rest is for writing
-# state to the pods. Kubernetes' default grace period is 30 s; GoCD's bridge waits 10 s.
+# state to the pods. Kubernetes' default grace period is 30 s; GoCD's bridge waits 10 s. The requests
+# still waiting on the network then are answered 503, and those answers get GIVEN_UP_WRITTEN_WITHIN_S to
+# be written (a few hundred bytes each, to a client that is waiting for them).
 STOP_WITHIN_S = 9.0
 ANSWERS_WITHIN_S = 4.0
+GIVEN_UP_WRITTEN_WITHIN_S = 1.0
 
 
 def kubernetes_cluster(profile: ClusterProfile, identity: PodIdentity, clock: Clock) -> ClusterPort:
@@ -162,20 +169,30 @@ class WsgiServer:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, answers_by: float) -> None:
-        """Stop accepting, answer what is in flight until `answers_by` (time.monotonic()), close."""
+    def stop(self, answers_by: float, give_up: Callable[[], int] = lambda: 0) -> None:
+        """Stop accepting, answer what is in flight until `answers_by` (time.monotonic()); then
+        `give_up()`, which has the requests still waiting on the network answered at once (it says how
+        many), and let those answers be written; close."""
         server = self.server
         if self._thread.is_alive():
             with contextlib.suppress(OSError):  # the loop closed its trigger already: it is ending
                 # The listening socket only: the server's own close() would close the trigger too,
                 # which the workers still pull to hand their answers to the loop.
                 server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))
-            while time.monotonic() < answers_by and self._answering():
-                time.sleep(0.01)
+            self._wait_for_answers(answers_by)
+            given_up = give_up()
+            if given_up:
+                log.warning("stopping: %d request(s) still waiting on the network answered 503", given_up)
+            # Those answers, and any request still queued (given up on as soon as it starts).
+            self._wait_for_answers(time.monotonic() + GIVEN_UP_WRITTEN_WITHIN_S)
             with contextlib.suppress(OSError):
                 server.trigger.pull_trigger(lambda: [channel.close() for channel in list(self._map.values())])
             self._thread.join(timeout=5)
         server.task_dispatcher.shutdown(timeout=1)
+
+    def _wait_for_answers(self, until: float) -> None:
+        while time.monotonic() < until and self._answering():
+            time.sleep(0.01)
 
     def _answering(self) -> bool:
         """Requests queued or being served, or answers not yet sent (waitress's dispatcher and channel
@@ -198,13 +215,15 @@ class RunningService:
     url: str
     server: WsgiServer
     stopping: threading.Event
+    handlers: Handlers[PluginAnswer]  # the app's: those that stopping gives up on
     heap_trimmer: HeapTrimmer | None = None
 
     def stop(self, within_s: float = STOP_WITHIN_S) -> None:
         self.stopping.set()
         # Real time on purpose: how long the process may take to exit, not the plugin's (scaled) time.
         started = time.monotonic()
-        self.server.stop(answers_by=started + min(ANSWERS_WITHIN_S, within_s / 2))
+        answers_by = started + min(ANSWERS_WITHIN_S, within_s / 2)
+        self.server.stop(answers_by, give_up=self.handlers.give_up)
         self.backend.stop(deadline=started + within_s)
 
 
@@ -217,9 +236,11 @@ def serve_in_background(
     heap_trim_every_s: float = DEFAULT_EVERY_S,
 ) -> RunningService:
     stopping = threading.Event()
-    app = create_app(backend, token, Metrics(), stopping=stopping)
+    handlers: Handlers[PluginAnswer] = Handlers()
+    app = create_app(backend, token, Metrics(), stopping=stopping, handlers=handlers)
     server = WsgiServer(app, host, port, threads)
     server.start()
     PeriodTimer(backend, stopping).start()
     trimmer = start_heap_trimmer(backend.clock, stopping, heap_trim_every_s)
-    return RunningService(app, backend, f"http://{host}:{server.port}", server, stopping, trimmer)
+    url = f"http://{host}:{server.port}"
+    return RunningService(app, backend, url, server, stopping, handlers, trimmer)
