@@ -22,6 +22,7 @@ from elastic_agent.gocd.messages import cache_capacities, cache_sizes
 from elastic_agent.gocd.narrator import Narrator, ThreadedNarrator
 from elastic_agent.gocd.server import GoCDServer, GoCDServerSource
 from elastic_agent.kube.port import ClusterPort
+from elastic_agent.pool import gone
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.job_spec import JobSpec, JobSpecs
 from elastic_agent.pool.keys import RegistrationKeys
@@ -162,6 +163,19 @@ class Backend:
         with self._lock:
             return list(self._pools.values())
 
+    def drop_pool(self, pool: ClusterPool) -> None:
+        """Forget a pool whose cluster profile is gone and whose pods are all gone (server-ping)."""
+        with self._lock:
+            for key, existing in list(self._pools.items()):
+                if existing is pool:
+                    del self._pools[key]
+                    self._credentials.pop(key, None)
+        pool.stop(deadline=0.0)  # nothing is left to write
+        log.info(
+            "stopped watching namespace %s: its cluster profile is gone, and so are its pods",
+            pool.settings.namespace,
+        )
+
     def known_pool(self, profile: ClusterProfile) -> ClusterPool | None:
         with self._lock:
             return self._pools.get(cluster_label(profile.cluster_key))
@@ -191,6 +205,7 @@ class Backend:
         for pool in self.pools():  # summed like the entries: each pool's port has its own
             for name, capacity in pool.port.retained_limits().items():
                 limits[name] = limits.get(name, 0) + capacity
+            limits["gone_recently"] = limits.get("gone_recently", 0) + gone.MAX_NAMES
         if isinstance(self.narrator, ThreadedNarrator):
             limits["console_lines_queued"] = ThreadedNarrator.CAPACITY
         return {**limits, **cache_capacities()}

@@ -1,6 +1,8 @@
 """cluster-profile-changed (undocumented): GoCD tells which cluster profile was created, updated or
-deleted. Pools pick up new settings at the next request anyway; a deleted profile's pods are left to the
-pings of the profiles that remain (they never touch another cluster's pods) and to the administrator."""
+deleted. Nothing is done here: pools pick up new settings at the next request, and the next server-ping,
+which carries every cluster profile there is, retires the pods of a pool whose profile is gone, with
+their agents, busy pods once their job is over (executors/server_ping.py). After a restart such pods are
+unwatched: their agents are kept and named in a health message (pool/agents_without_pods.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""server-ping: reconcile every cluster with GoCD's list of agents, then remove agents without a pod."""
+"""server-ping: reconcile every cluster with GoCD's list of agents; retire the pods of clusters whose
+profile is gone; then remove the agents whose pods are gone (pool/agents_without_pods.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import logging
 from collections.abc import Mapping
 
 from elastic_agent.gocd.messages import Agent, ServerPingRequest, cluster_profile
-from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
+from elastic_agent.pool.agents_without_pods import agents_without_pods
+from elastic_agent.pool.applier import remove_agents
+from elastic_agent.pool.cluster_pool import ClusterPool
 from executors.base import RequestContext, Response
 from profiles.cluster import ClusterProfile
 from profiles.errors import ProfileError
@@ -15,6 +18,7 @@ from profiles.values import safe_url
 
 log = logging.getLogger(__name__)
 CALL_KINDS = ("write", "delete")  # pool.state.PROBLEMS
+AGENTS_KEPT = "agents:without-pods"  # the health message of agents_without_pods.AgentRemoval.warning
 
 
 def server_ping(body: str, ctx: RequestContext) -> Response:
@@ -28,6 +32,8 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
     marks = backend.change_marks()  # before the list: a change made after it is newer than the list
     agents = {agent.agent_id: agent for agent in gocd.list_agents()}
     every_cluster_seen = True
+    every_profile_read = True
+    pinged: set[ClusterPool] = set()
     for index, properties in enumerate(request.cluster_profiles):
         try:
             cluster = cluster_profile(properties)
@@ -35,11 +41,12 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             backend.health.problem(
                 f"profile:{index}", f"A cluster profile of this plugin is invalid: {error}"
             )
-            every_cluster_seen = False
+            every_cluster_seen = every_profile_read = False
             continue
         backend.health.resolved(f"profile:{index}")
         try:
             pool = backend.pool(cluster, gocd)
+            pinged.add(pool)
             problem = pool.sync_problem()
             if problem is not None:
                 raise problem
@@ -48,15 +55,52 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             _report_call_problems(ctx, cluster, pool.problems())
         except ClusterError as error:
             every_cluster_seen = False
-            what = (
-                "refuses this plugin's credentials" if isinstance(error, Forbidden) else "cannot be reached"
-            )
-            backend.report_cluster_problem(cluster, f"{_where(cluster)} {what}: {error}")
+            backend.report_cluster_problem(cluster, _unreachable(cluster, error))
+    if every_profile_read:  # an unreadable profile may be the one an unpinged pool belongs to
+        _wind_down_orphaned_pools(ctx, pinged, agents, marks)
     if every_cluster_seen and all(pool.synced for pool in backend.pools()):
         _remove_agents_without_pods(ctx, agents)
     backend.report_template_problems()
     backend.publish_health(gocd)
     return Response.text("")
+
+
+def _unreachable(cluster: ClusterProfile, error: ClusterError) -> str:
+    what = "refuses this plugin's credentials" if isinstance(error, Forbidden) else "cannot be reached"
+    return f"{_where(cluster)} {what}: {error}"
+
+
+def _wind_down_orphaned_pools(
+    ctx: RequestContext,
+    pinged: set[ClusterPool],
+    agents: Mapping[str, Agent],
+    marks: Mapping[ClusterPool, int],
+) -> None:
+    """Pools whose cluster profile the ping no longer carries (GoCD's `ElasticAgentPluginService.heartbeat`
+    sends every cluster profile of the plugin, an empty list when none is left): their pods retire with
+    their agents, and the pool goes once it has none."""
+    backend = ctx.backend
+    gocd = ctx.gocd()
+    for pool in backend.pools():
+        if pool in pinged:
+            continue
+        cluster = pool.settings
+        try:
+            problem = pool.sync_problem()
+            if problem is not None:
+                raise problem
+            pool.wind_down(agents, gocd, marks.get(pool, 0))
+            backend.report_cluster_ok(cluster)
+        except ClusterError as error:
+            backend.report_cluster_problem(
+                cluster, f"{_unreachable(cluster, error)} (its cluster profile is gone; its pods still run)"
+            )
+            continue
+        if pool.is_empty():
+            backend.report_cluster_ok(cluster)
+            for what in CALL_KINDS:
+                backend.report_cluster_ok(cluster, what)
+            backend.drop_pool(pool)
 
 
 def _where(cluster: ClusterProfile) -> str:
@@ -78,24 +122,14 @@ def _report_call_problems(ctx: RequestContext, cluster: ClusterProfile, problems
 
 def _remove_agents_without_pods(ctx: RequestContext, agents: Mapping[str, Agent]) -> None:
     known: set[str] = set()
+    gone: set[str] = set()
     for pool in ctx.backend.pools():
         known |= pool.known_pod_names()
-    orphans = [agent for agent_id, agent in agents.items() if agent_id not in known]
-    if not orphans:
-        return
-    # GoCD deletes only disabled agents that are not building; a building one goes at a later ping.
-    deletable = [agent.agent_id for agent in orphans if not agent.building]
-    gocd = ctx.gocd()
-    try:
-        gocd.disable_agents(agent.agent_id for agent in orphans)
-        gocd.delete_agents(deletable)
-    except GoCDError as error:
-        log.warning("could not remove the agents of %d pods that are gone: %s", len(orphans), error)
-        return
-    for agent_id in deletable:
-        log.info("removed agent %s: its pod is gone", agent_id)
-    for agent in orphans:
-        if agent.building:
-            log.info(
-                "disabled agent %s: its pod is gone; it is removed once it stops building", agent.agent_id
-            )
+        gone |= pool.gone_recently()
+    removal = agents_without_pods(agents, known, gone)
+    remove_agents(removal.remove, ctx.gocd())
+    warning = removal.warning()
+    if warning is None:
+        ctx.backend.health.resolved(AGENTS_KEPT)
+    else:
+        ctx.backend.health.problem(AGENTS_KEPT, warning, "warning")

@@ -96,7 +96,8 @@ def test_an_unexpected_failure_of_create_agent_shows_an_incident_id_in_the_conso
 
 
 class ListedAgents:
-    """GoCD whose agents have no pod: one idle, one still building. `refuse_delete`: the delete fails."""
+    """GoCD whose agents have no pod and have not been heard from (LostContact, so the ping removes them:
+    pool/agents_without_pods.py): one idle, one still building. `refuse_delete`: the delete fails."""
 
     def __init__(self, refuse_delete: bool) -> None:
         self.refuse_delete = refuse_delete
@@ -104,8 +105,8 @@ class ListedAgents:
 
     def list_agents(self) -> list[Agent]:
         return [
-            Agent("idle-one", "Idle", "Idle", "Enabled"),
-            Agent("building-one", "Building", "Building", "Enabled"),
+            Agent("idle-one", "LostContact", "Idle", "Enabled"),
+            Agent("building-one", "LostContact", "Building", "Enabled"),
         ]
 
     def disable_agents(self, agent_ids: Iterable[str]) -> None:

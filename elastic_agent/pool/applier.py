@@ -1,5 +1,6 @@
 """Carries out the decisions' plans (intents.py): the one place where the pool changes its state, and
-the one place where it calls Kubernetes and GoCD.
+the one place where it calls Kubernetes and GoCD (`remove_agents` too: the agents without pods that
+server-ping removes, agents_without_pods.py).
 
 `commit` runs under the pool's lock, right after the decision, and makes the in-memory intents count.
 `carry_out` runs after the lock is let go and does the calls, in plan order, reporting back what was
@@ -16,8 +17,10 @@ skip retirements while the cluster's sync problem stands, so an outage costs one
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from elastic_agent.gocd.messages import Agent
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDError, GoCDServer
 from elastic_agent.kube.port import ClusterError, Unreachable
@@ -168,3 +171,25 @@ class Applier:
 def _level(error: Exception) -> int:
     """DEBUG for a failure of an outage (the OutageTracker has said it once), WARNING for the others."""
     return logging.DEBUG if isinstance(error, Unreachable) else logging.WARNING
+
+
+def remove_agents(agents: Sequence[Agent], gocd: GoCDServer) -> None:
+    """Removes from GoCD agents whose pods are gone (agents_without_pods.py): all disabled, deleted when
+    not building (GoCD deletes only disabled agents that do not build; a building one goes at a later
+    ping). A failure waits for the next ping."""
+    if not agents:
+        return
+    deletable = [agent.agent_id for agent in agents if not agent.building]
+    try:
+        gocd.disable_agents(agent.agent_id for agent in agents)
+        gocd.delete_agents(deletable)
+    except GoCDError as error:
+        log.warning("could not remove the agents of %d pods that are gone: %s", len(agents), error)
+        return
+    for agent_id in deletable:
+        log.info("removed agent %s: its pod is gone", agent_id)
+    for agent in agents:
+        if agent.building:
+            log.info(
+                "disabled agent %s: its pod is gone; it is removed once it stops building", agent.agent_id
+            )

@@ -283,6 +283,36 @@ class ClusterPool:
         self.requeue_unwritten()
         return done
 
+    def wind_down(self, agents: Mapping[str, Agent], gocd: GoCDServer, listed_at: int) -> Done:
+        """server-ping's work for a pool whose cluster profile is gone: GoCD's list repairs states as
+        usual, then every pod retires, busy ones once their job is over (reaping.orphaned). Nothing is
+        created: jobs that waited here are sent create-agent again, for the profile that names their
+        cluster now."""
+        if not self.synced:
+            return Done()
+        now = self.clock.now()
+        self.state.forget_deleted()
+        with self.state.lock:
+            repairs = reaping.what_gocd_says(self.state, agents, now, listed_at)
+            self.applier.commit(repairs, now)
+            retirements = reaping.orphaned(self.state)
+            self.applier.commit(retirements, now)
+        done = self.applier.carry_out(repairs + retirements, gocd)
+        self.requeue_unwritten()
+        return done
+
+    def is_empty(self) -> bool:
+        """No pod left, none being created, nothing unwritten: the pool can go."""
+        with self.state.lock:
+            return (
+                not self.state.known_pod_names()
+                and not self.state.in_flight(self.state.indexed())
+                and next(self.state.unwritten(), None) is None
+            )
+
+    def gone_recently(self) -> set[str]:
+        return self.state.gone_recently()
+
     def serve_waiting_jobs(self) -> list[str]:
         return self._create_for(lambda state, _now: warm.for_waiting_jobs(state))
 

@@ -8,6 +8,9 @@ changed, when their agent never registered, when they failed or were evicted, or
 gone or disabled (GoCD gives it no work). A busy pod is never chosen: the choice is made under the pool's
 lock, against should-assign-work.
 
+A pool whose cluster profile is no longer in the ping retires all its pods (`orphaned`), busy ones
+once their job is over.
+
 Two passes, each a plan committed before the next reads the state: first what GoCD's list says
 (registrations and repairs), then what retires, on the repaired states.
 """
@@ -73,6 +76,29 @@ def retirements(state: PoolState, agents: Mapping[str, Agent], now: float) -> Pl
     for record, reason in _idle_too_long(state, [r for r in records if r.name not in taken], now):
         intents.append(marks.retiring(record.name, reason))
         chosen.append((record.name, reason))
+    if chosen:
+        intents.append(Retire(tuple(chosen)))
+    return Plan(tuple(intents))
+
+
+ORPHANED = "its cluster profile was deleted or now names another cluster or namespace"
+
+
+def orphaned(state: PoolState) -> Plan:
+    """The pool's cluster profile is gone from GoCD's ping (deleted, or edited to name another cluster):
+    every pod goes, its agent with it, but a busy one, which goes once its job is over (GoCD's list
+    repairs a lost job-completion first: `what_gocd_says`). The pool is dropped once it has no pod
+    left (executors/server_ping.py)."""
+    intents: list[Intent] = []
+    chosen: list[tuple[str, str]] = []
+    for record in state.records():
+        if record.deleting or state.deleted_by_us(record.name):
+            continue
+        if record.state == PodState.BUSY and not record.failed:
+            continue
+        if record.state != PodState.RETIRING:
+            intents.append(marks.retiring(record.name, ORPHANED))
+        chosen.append((record.name, record.retire_reason or ORPHANED))
     if chosen:
         intents.append(Retire(tuple(chosen)))
     return Plan(tuple(intents))

@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterator, Mapping
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, ClusterPort, PodView
 from elastic_agent.pool.fingerprints import FingerprintBook, HeldKey
+from elastic_agent.pool.gone import RecentlyGone
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.intents import Wait
 from elastic_agent.pool.keys import RegistrationKeys
@@ -71,6 +72,7 @@ class PoolState:
         self._index: RecordIndex | None = None
         self._changed: deque[str] = deque()
         self._gone: deque[str] = deque()  # pods the port told deleted, for `_forget`
+        self._gone_recently = RecentlyGone(clock)  # what `_forget` forgot, for the ping's agent removal
         # A sequence number per change made here, and each pod's latest: a repair from GoCD's agent list
         # must not undo a change made after that list was asked for.
         self._sequence = 0
@@ -183,12 +185,19 @@ class PoolState:
         self._first_seen.pop(name, None)
         self._changed_at.pop(name, None)
         self.commit_release(name)
+        self._gone_recently.saw(name)
 
     def _heard(self, kind: str, pod: PodView) -> None:
         # Called after each change of the port's cache, from its watch thread or our own writes.
         if kind == "DELETED":
             self._gone.append(pod.name)
         self._changed.append(pod.name)
+
+    def gone_recently(self) -> set[str]:
+        """Pods the cache saw deleted within the last hour (gone.py)."""
+        with self.lock:
+            self.indexed()  # takes in the deletions the watch has told since the last decision
+            return self._gone_recently.names()
 
     def known_pod_names(self) -> set[str]:
         port = self.port
@@ -285,6 +294,7 @@ class PoolState:
                 "assigned": len(self._assigned),
                 "pod_of_job": len(self._pod_of_job),
                 "deleted": len(self._deleted),
+                "gone_recently": len(self._gone_recently),
                 "creating": len(self._creating),
                 **self.book.sizes(),
             }

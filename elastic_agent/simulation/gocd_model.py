@@ -167,6 +167,25 @@ class SimulatedGoCD(ServerSide):
                     job.cluster_profile_properties.update(new)
             self._encoded_jobs.clear()  # pre-encoded should-assign-work members carry the old ones
 
+    def delete_cluster_profile(self, properties: Mapping[str, str]) -> None:
+        """An admin deletes a cluster profile: the next server-pings no longer carry it (gocd/gocd's
+        `ElasticAgentPluginService.heartbeat` sends the plugin's cluster profiles as they are then, an
+        empty list when none is left). Jobs already assigned keep the properties their plan was
+        scheduled with, which job-completion sends (`ElasticAgentPluginService.jobCompleted` reads
+        `job.getPlan().getClusterProfile()`). GoCD refuses to delete a profile that elastic profiles
+        still use, so no job waiting for an agent can name it: refused here likewise."""
+        key = tuple(sorted(properties.items()))
+        with self._state_lock:
+            waiting = [
+                job.job_id
+                for job in self._jobs.values()
+                if job.state is JobState.SCHEDULED
+                and tuple(sorted(job.cluster_profile_properties.items())) == key
+            ]
+            if waiting:
+                raise ValueError(f"the cluster profile is still used by waiting jobs {waiting}")
+            self._cluster_profiles_seen.pop(key, None)
+
     def cancel_job(self, job_id: int) -> bool:
         """Cancel a waiting job (it just stops being offered: no message) or a building one (the agent
         stops at once and job-completion follows, as for any completed job)."""
