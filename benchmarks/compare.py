@@ -47,15 +47,16 @@ def standard_policies(idle_timeouts: Sequence[str] = ("2m", "10m", "30m", "60m")
 def table(results: Sequence[PolicyResult], resend_s: float) -> str:
     lines = [
         "| policy | jobs run | pods created | pods/job | wait mean | p50 | p95 | p99 | max | "
-        f"waited > {resend_s:g} s | idle pod-s/job | boot pod-s/job | peak pods | sim wall time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"waited > {resend_s:g} s | idle pod-s/job | boot pod-s/job | peak pods | registrations refused "
+        "| sim wall time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.policy} | {r.completed}/{r.jobs} | {r.pods_created} | {r.pods_per_job:.3f} | "
             f"{r.wait_mean:.1f} s | {r.wait_p50:.1f} s | {r.wait_p95:.1f} s | {r.wait_p99:.1f} s | "
             f"{r.wait_max:.1f} s | {r.waited_past_resend} | {r.idle_pod_s_per_job:.0f} | "
-            f"{r.boot_pod_s_per_job:.1f} | {r.peak_pods} | {r.wall_s:.1f} s |"
+            f"{r.boot_pod_s_per_job:.1f} | {r.peak_pods} | {r.registrations_refused} | {r.wall_s:.1f} s |"
         )
     return "\n".join(lines)
 

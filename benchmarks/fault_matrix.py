@@ -39,8 +39,8 @@ def _cell(value: float | None) -> str:
 def table(results: list[CaseResult], baseline: CaseResult) -> str:
     lines = [
         "| case | jobs (passed) | first call s | first create s | backlog s | pods (extra) | failed calls "
-        "| warnings | reuse resumed | health messages during | after | ok |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| warnings | registrations refused | reuse resumed | health messages during | after | ok |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in [baseline, *results]:
         extra = r.pods_created - baseline.pods_created
@@ -51,6 +51,7 @@ def table(results: list[CaseResult], baseline: CaseResult) -> str:
         lines.append(
             f"| {r.case} | {r.jobs} ({r.passed}) | {_cell(r.first_call_s)} | {_cell(r.first_create_s)} "
             f"| {_cell(r.backlog_s)} | {r.pods_created} ({extra:+d}) | {failed} | {r.warnings} "
+            f"| {r.registrations_refused} "
             f"| {'yes' if r.reused_pod else 'NO'} | {health} | {'; '.join(r.health_after) or 'none'} "
             f"| {'yes' if ok else 'NO: ' + '; '.join(problems)} |"
         )

@@ -57,8 +57,9 @@ def table(baselines: list[CaseResult], cases: list[CaseResult]) -> str:
     mean = sum(b.pods_created for b in baselines) / len(baselines)
     rows = [
         "| case | jobs (passed) | reruns | recover s | backlog s | pods (extra) | failed calls: GoCD's, "
-        "backend's | health messages GoCD showed | WARNING+ lines | invariants | left |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "backend's | health messages GoCD showed | WARNING+ lines | registrations refused | invariants "
+        "| left |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in [*baselines, *cases]:
         recover = result.repair_s if result.repair_s is not None else result.first_ok_s
@@ -69,7 +70,7 @@ def table(baselines: list[CaseResult], cases: list[CaseResult]) -> str:
             f"| {result.case} | {result.jobs} ({result.passed}) | {result.rescheduled} | {_seconds(recover)} "
             f"| {_seconds(result.backlog_s)} | {result.pods_created} ({extra:+.0f}) "
             f"| {result.requests_failed}, {result.callbacks_failed} | {health[:300]} "
-            f"| {result.warnings} | {held} | {len(result.leftovers)} |"
+            f"| {result.warnings} | {result.registrations_refused} | {held} | {len(result.leftovers)} |"
         )
     return "\n".join(rows)
 

@@ -115,14 +115,14 @@ def pick(results: Sequence[PolicyResult], idle_cap: float | None) -> PolicyResul
 def table(results: Sequence[PolicyResult]) -> list[str]:
     lines = [
         "| policy | pods/job | wait mean | p95 | max | waited > 120 s | idle pod-s/job | boot pod-s/job "
-        "| peak pods |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| peak pods | registrations refused |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.policy} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
             f"{r.wait_max:.1f} s | {r.waited_past_resend} | {r.idle_pod_s_per_job:.0f} | "
-            f"{r.boot_pod_s_per_job:.1f} | {r.peak_pods} |"
+            f"{r.boot_pod_s_per_job:.1f} | {r.peak_pods} | {r.registrations_refused} |"
         )
     return lines
 

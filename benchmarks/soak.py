@@ -304,6 +304,7 @@ def table(result: dict[str, Any]) -> str:
         f"completed, {result['pods_created']} pods created, {result['should_assign_asked']:,} "
         f"should-assign-work (p50 {result['should_assign_p50_ms']:.2f} ms, p99 "
         f"{result['should_assign_p99_ms']:.2f} ms), {result['non_200_answers']} non-200 answers, "
+        f"{result.get('registrations_refused', 0)} registrations refused, "
         f"{len(result['invariant_violations'])} invariant violations",
         "",
         "| series | unit | after warm-up | end | peak 1st third | peak / median last third | slope /h "

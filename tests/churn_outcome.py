@@ -18,7 +18,8 @@ class ChurnOutcome:
     health_after: list[str] = field(default_factory=list)
     warnings: int = 0
     warning_summary: list[str] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)  # refused registrations among them
+    registrations_refused: int = 0  # an invariant (a key in two pods, or kept too long): always 0
     evidence: list[str] = field(default_factory=list)  # the fault's own check: empty is good
     reused_pod: str | None = None  # the idle pod the probe job ran on after recovery
     leftovers: list[str] = field(default_factory=list)  # pods or agents still there at the end

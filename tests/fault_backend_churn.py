@@ -268,6 +268,7 @@ def _churn(world: ProcessWorld, fault: Fault, churn: Churn, result: CaseResult, 
     result.health_during = _health_between(world, fault_start, fault_end + 30)
     result.health_after = [f"{m.type}: {m.message}" for m in gocd.health_messages]
     result.violations = gocd.invariant_violations()
+    result.registrations_refused = len(gocd.refusals)
     result.callbacks_failed = sum(1 for c in world.callbacks.faults.outcomes() if c.outcome != "200")
     result.requests_failed = len(gocd.stats.non_200_answers) + len(world.threads.failures)
     result.leftovers = sorted(world.live_pod_names()) + [a.agent_id for a in gocd.agents()]

@@ -314,6 +314,7 @@ def _churn(world: World, fault: Fault, churn: Churn, result: CaseResult, history
     result.health_during = history.between(fault_start, fault_end + 30)
     result.health_after = [f"{m.type}: {m.message}" for m in stack.gocd.health_messages]
     result.violations = stack.gocd.invariant_violations()  # deletions while building included
+    result.registrations_refused = len(stack.gocd.refusals)
     result.leftovers = [p["metadata"]["name"] for p in stack.pods()]
     result.leftovers += [f"agent {a.agent_id}" for a in stack.gocd.agents()]
 

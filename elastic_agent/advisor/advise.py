@@ -181,15 +181,16 @@ def render(advice: ProfileAdvice, target: float, resend_s: float = 120.0) -> str
         f"{base.boot_pod_s_per_job + base.idle_pod_s_per_job:.1f} pod-s/job beyond the jobs",
         "",
         "| setting | pods/job | mean wait | p95 wait | waited > re-send | idle pod-s/job "
-        "| idle+boot pod-s/job | frontier |",
-        "|---|---:|---:|---:|---:|---:|---:|:---:|",
+        "| idle+boot pod-s/job | registrations refused | frontier |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for c in sorted(advice.candidates, key=lambda c: c.cost):
         r = c.result
         mark = "*" if c in advice.frontier else ""
         lines.append(
             f"| {c.label} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
-            f"{r.waited_past_resend} | {r.idle_pod_s_per_job:.1f} | {c.cost:.1f} | {mark} |"
+            f"{r.waited_past_resend} | {r.idle_pod_s_per_job:.1f} | {c.cost:.1f} | {r.registrations_refused} "
+            f"| {mark} |"
         )
     wanted = _targets_text(target, advice.p95_target, resend_s)
     if advice.verdict == "met":
@@ -203,14 +204,15 @@ def render(advice: ProfileAdvice, target: float, resend_s: float = 120.0) -> str
     lines += ["", f"Recommended: {rec.label} ({why}).", ""]
     if rec is not flat:
         lines += [
-            "| | pods/job | mean wait | p95 wait | idle pod-s/job | waited > re-send |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| | pods/job | mean wait | p95 wait | idle pod-s/job | waited > re-send "
+            "| registrations refused |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for name, c in (("best single setting: " + flat.label, flat), ("recommended: " + rec.label, rec)):
             r = c.result
             lines.append(
                 f"| {name} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
-                f"{r.idle_pod_s_per_job:.1f} | {r.waited_past_resend} |"
+                f"{r.idle_pod_s_per_job:.1f} | {r.waited_past_resend} | {r.registrations_refused} |"
             )
         lines.append("")
     else:
@@ -227,8 +229,9 @@ def summary(advices: Sequence[ProfileAdvice]) -> str:
     lines = [
         "## Summary: best single setting -> recommended",
         "",
-        "| profile | best single setting | recommended | p95 wait | mean wait | idle pod-s/job | pods/job |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| profile | best single setting | recommended | p95 wait | mean wait | idle pod-s/job | pods/job "
+        "| registrations refused |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for a in advices:
         flat, rec = a.best_flat.result, a.recommended.result
@@ -236,7 +239,8 @@ def summary(advices: Sequence[ProfileAdvice]) -> str:
             f"| {a.profile} | {a.best_flat.label} | {a.recommended.label} | "
             f"{flat.wait_p95:.1f} -> {rec.wait_p95:.1f} s | {flat.wait_mean:.1f} -> {rec.wait_mean:.1f} s | "
             f"{flat.idle_pod_s_per_job:.0f} -> {rec.idle_pod_s_per_job:.0f} | "
-            f"{flat.pods_per_job:.3f} -> {rec.pods_per_job:.3f} |"
+            f"{flat.pods_per_job:.3f} -> {rec.pods_per_job:.3f} | "
+            f"{flat.registrations_refused} -> {rec.registrations_refused} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -46,6 +46,8 @@ class PolicyResult:
     events: int
     create_agent_sent: int
     should_assign_asked: int
+    # Pods whose agent GoCD refused (a spent, expired or unknown key): an invariant, always 0.
+    registrations_refused: int = 0
     violations: list[str] = field(default_factory=list)
     plugin_errors: list[str] = field(default_factory=list)
     waits: list[float] = field(default_factory=list, repr=False)

@@ -48,6 +48,7 @@ class Outcome:
     left_agents: int
     violations: list[str]
     plugin_errors: int
+    registrations_refused: int
 
 
 def demo_trace(jobs: int, seed: int) -> list[TraceJob]:
@@ -115,6 +116,7 @@ def run_policy(policy: Policy, trace: Sequence[TraceJob], speed: float, seed: in
             left_agents=len(stack.gocd.agents()),
             violations=stack.gocd.invariant_violations(),
             plugin_errors=len(stack.gocd.stats.non_200_answers) + len(stack.gocd.stats.protocol_errors),
+            registrations_refused=len(stack.gocd.refusals),
         )
     finally:
         stack.stop()
@@ -131,8 +133,8 @@ def _live_summary(outcomes: list[Outcome]) -> str:
         "Live, over HTTP:",
         "",
         "| policy | jobs done | pods created | pods per job | mean wait | p95 wait | left pods/agents | "
-        "invariant violations | plugin errors |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "registrations refused | invariant violations | plugin errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         lines.append(
@@ -140,7 +142,7 @@ def _live_summary(outcomes: list[Outcome]) -> str:
             f"{o.pods_created / max(1, o.jobs):.2f} | "
             f"{statistics.mean(o.waits or [0.0]):.1f} s | {_p95(o.waits):.1f} s | "
             f"{o.left_pods}/{o.left_agents} | "
-            f"{len(o.violations)} | {o.plugin_errors} |"
+            f"{o.registrations_refused} | {len(o.violations)} | {o.plugin_errors} |"
         )
     return "\n".join(lines)
 
@@ -159,14 +161,14 @@ def virtual_comparison(trace: Sequence[TraceJob], seed: int) -> str:
         "The same trace in virtual time (real executors and pool, simulated GoCD and cluster):",
         "",
         "| policy | pods per job | mean wait | wait vs one pod per job | p95 wait | waited > 120 s | "
-        "idle pod-s per job | violations |",
-        "|---|---|---|---|---|---|---|---|",
+        "idle pod-s per job | registrations refused | violations |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r.policy} | {r.pods_created / max(1, r.jobs):.2f} | {r.wait_mean:.1f} s | "
             f"{r.wait_mean / baseline:.2f} | {r.wait_p95:.1f} s | {r.waited_past_resend} | "
-            f"{r.idle_pod_s / max(1, r.jobs):.0f} | {len(r.violations)} |"
+            f"{r.idle_pod_s / max(1, r.jobs):.0f} | {r.registrations_refused} | {len(r.violations)} |"
         )
     return "\n".join(lines)
 

@@ -97,6 +97,7 @@ def summarize(
         events=events,
         create_agent_sent=stats.create_agent_sent,
         should_assign_asked=stats.should_assign_asked,
+        registrations_refused=len(model.refusals),
         violations=model.invariant_violations(),
         plugin_errors=errors + list(stats.protocol_errors),
         waits=waits,
