@@ -79,3 +79,26 @@ def test_a_key_kept_by_a_waiting_job_is_not_also_banked_for_the_warm_pool() -> N
     keys = pod_keys(stack)
     assert keys.count(key) == 1, "the key went into exactly one pod"
     assert stack.gocd.refusals == []
+
+
+def test_the_warm_pool_refills_right_after_an_assignment_not_at_the_next_ping() -> None:
+    """MinIdlePods 1 and one idle pod: a job takes it, and its create-agent's key, banked when the idle
+    pod served the job, goes into a new warm pod at once (the pool's background work after the answer),
+    not when the next server-ping comes minutes later."""
+    # Agents ask for work every 30 s, so the job's create-agent (GoCD's scheduler looks every 5 s) comes
+    # before the idle agent asks: the key is the job's, and banked when the idle pod serves it.
+    stack = virtual_stack(boot_delay=5, ping_interval_s=3600.0, poll_interval_s=30.0)
+    profile: dict[str, Any] = reuse_profile(stack, MinIdlePods="1")
+    first = schedule(stack, profile, duration=10)
+    stack.run_until(lambda: stack.gocd.job(first.job_id).completed_at, 600, "the first job")
+    stack.run_for(30)
+    before = set(stack.pods_created)
+    pings = stack.gocd.stats.pings_sent
+    job = schedule(stack, profile, duration=300)
+    stack.run_until(lambda: stack.gocd.job(job.job_id).agent_id, 120, "the job's assignment")
+    assert stack.gocd.stats.create_agent_sent == 2
+    assert stack.gocd.job(job.job_id).agent_id in before, "an existing pod took the job"
+    stack.run_for(10)
+    assert stack.gocd.stats.pings_sent == pings, "no ping came meanwhile"
+    assert len(set(stack.pods_created) - before) == 1, "one warm pod was created for the one taken"
+    assert stack.gocd.invariant_violations() == []

@@ -242,6 +242,10 @@ class ClusterPool:
                 self.applier.commit(plan, self.clock.now())
         if assigned:
             self.applier.carry_out(plan, gocd)
+            if spec.wants_warm_pods:
+                # The pod taken leaves the warm pool short, and the job's key is banked now: refill at once,
+                # after the answer, rather than at the next ping.
+                self._background.submit("topping up the warm pool after an assignment", self.top_up_warm_pool)
         return assigned
 
     def job_completed(self, agent_id: str, job: JobIdentifier, spec: JobSpec | None, gocd: GoCDServer) -> str:
