@@ -11,6 +11,9 @@ _.total
 # Set on the kubernetes client's Configuration, read by the client.
 _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 
+# The kubernetes client's last response, dropped when the client is closed (kube/connect.py).
+_.last_response
+
 # Flask routes, registered by decorator.
 healthz, livez, readyz, metrics_page
 
@@ -31,4 +34,4 @@ _.levelname
 seq
 
 # pytest fixtures requested by name.
-nowhere_to_connect, compacting_kube
+nowhere_to_connect, compacting_kube, traced

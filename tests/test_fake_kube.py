@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from kubernetes import client, watch
@@ -154,6 +157,20 @@ def test_watch_sees_relabelling_out_of_the_selector_as_deleted(core_api: client.
     core_api.patch_namespaced_pod("r", NS, {"metadata": {"labels": {"app": "b"}}}, _content_type=MERGE)
     assert [e[:2] for e in collect(core_api, resource_version=rv, timeout_seconds=0.2,
                                    label_selector="app=a")] == [("DELETED", "r")]  # fmt: skip
+
+
+def test_a_watch_whose_client_went_away_ends_without_waiting_for_a_change(fake_kube: FakeKubeServer) -> None:
+    """As kube-apiserver does: the watch's request thread ends once the client has closed the
+    connection, not at the watch's timeout nor at the next event it would write."""
+    before = threading.active_count()
+    address = urlsplit(fake_kube.url)
+    connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=5)
+    connection.request("GET", f"/api/v1/namespaces/{NS}/pods?watch=true&timeoutSeconds=600")
+    answer = connection.getresponse()  # the headers come at once; then nothing, as nothing changes
+    assert answer.status == 200 and threading.active_count() == before + 1
+    answer.close()
+    connection.close()
+    assert wait_for(lambda: threading.active_count() == before), "the watch still holds its thread"
 
 
 def test_watch_from_a_compacted_version_answers_410(fake_kube: FakeKubeServer,

@@ -211,8 +211,9 @@ def test_connect_settings() -> None:
 
     assert pem_from_profile(base64.b64encode(pem.encode()).decode()) == pem + "\n"
     with_ca = connect(url="https://kube.example", ca_cert=pem)
-    with open(with_ca.configuration.ssl_ca_cert) as handle:
-        assert handle.read() == pem + "\n"
+    assert with_ca.configuration.ssl_ca_cert is None, "no file: the CA is handed to urllib3 as text"
+    pool_keywords = with_ca.rest_client.pool_manager.connection_pool_kw
+    assert pool_keywords["ca_cert_data"] == pem + "\n" and pool_keywords["ca_certs"] is None
     with pytest.raises(ConnectError):
         pem_from_profile("not a certificate")
 

@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from elastic_agent.clock import Clock
-from elastic_agent.kube.connect import connect
+from elastic_agent.kube.connect import connect, disconnect
 from elastic_agent.kube.outage import OutageTracker, failure_reason
 from elastic_agent.kube.pod_cache import PodCache, epoch
 from elastic_agent.kube.port import (
@@ -55,7 +55,10 @@ class _StreamBroken(ClusterError):
 
 class KubeCluster:
     """The plugin's view of one cluster profile's namespace. `selector` is the equality label selector
-    of this backend's pods (plugin id, server id, cluster): nothing else is cached or created."""
+    of this backend's pods (plugin id, server id, cluster): nothing else is cached or created.
+
+    The port owns `api_client`, and `stop()` closes it: a credential change builds a new port and stops
+    the old one, whose sockets must go then, not whenever its last reference goes."""
 
     def __init__(
         self,
@@ -80,6 +83,7 @@ class KubeCluster:
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self.api_calls: dict[str, int] = {}  # calls per verb: list, watch, create, patch, delete, ...
         self.outage = OutageTracker(self.url, clock)
+        self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._label_selector = ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
         self.cache = PodCache(self.selector, clock)
@@ -118,6 +122,8 @@ class KubeCluster:
             self._thread.start()
 
     def stop(self) -> None:
+        """End the watch thread, then close the client's connections (`disconnect`). A call through the
+        port afterwards still works: the client opens a new connection for it."""
         self._stopped.set()
         with self._lock:
             stream = self._stream
@@ -128,6 +134,7 @@ class KubeCluster:
                 log.debug("closing the watch stream failed", exc_info=True)
         if self._thread is not None:
             self._thread.join(timeout=5)
+        disconnect(self._api_client)
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)

@@ -6,13 +6,10 @@ the in-cluster service account (when KUBERNETES_SERVICE_HOST is set), else the l
 
 from __future__ import annotations
 
-import atexit
 import base64
 import binascii
-import contextlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import urllib3
@@ -96,20 +93,37 @@ def pem_from_profile(text: str) -> str:
     return decoded.strip() + "\n"
 
 
-def _private_file(content: str) -> str:
-    """Write `content` to a file only this user can read; removed when the process ends. The client
-    (urllib3) takes the CA only as a file path."""
-    fd, path = tempfile.mkstemp(prefix="gocd-k8s-ca-", suffix=".pem")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-    os.chmod(path, 0o600)
+def _trust_only(api_client: client.ApiClient, pem: str) -> None:
+    """Make `api_client` verify the server against the certificates in `pem`, held in memory.
 
-    def remove() -> None:
-        with contextlib.suppress(OSError):
-            os.remove(path)
+    The generated client takes a CA only as a file path (`Configuration.ssl_ca_cert`); a file per
+    connection would have to go when its connection goes (and at exit for the ones still open), and a
+    new connection comes with every credential change. urllib3 takes the certificates as text too
+    (`ca_cert_data`), and the client's pool manager hands its keywords to every connection pool it makes,
+    so the text goes there, in place of the path: nothing is written, nothing is left to remove."""
+    pool_keywords = api_client.rest_client.pool_manager.connection_pool_kw
+    pool_keywords["ca_certs"] = None
+    pool_keywords["ca_cert_data"] = pem
 
-    atexit.register(remove)
-    return path
+
+def disconnect(api_client: client.ApiClient) -> None:
+    """Release what `api_client` holds now, not when the last reference to it goes: its thread pool (if
+    it made one), its connections and the last answer it kept.
+
+    The client's own close() ends only the thread pool. Clearing the pool manager forgets its connection
+    pools without closing them (urllib3 closes a pool when it is collected), and the generated client
+    keeps its last response, which keeps its pool: each pool is closed here, which closes its idle
+    connections at once and one still in use when its response is released. A closed client may still
+    be referenced for a while (by a request that read the pool's port before a takeover); a call
+    through it afterwards opens a new connection."""
+    api_client.close()
+    pools = api_client.rest_client.pool_manager.pools
+    for key in list(pools.keys()):  # the container cannot be iterated itself
+        pool = pools.get(key)
+        if pool is not None:
+            pool.close()
+    pools.clear()
+    api_client.last_response = None
 
 
 class ServiceAccountToken:
@@ -167,13 +181,14 @@ def connect(
     account, else the kubeconfig file `kubeconfig` (default $KUBECONFIG or ~/.kube/config).
     `configuration.host` of the result names the server in messages (it never holds a credential)."""
     configuration = client.Configuration()
+    ca_pem: str | None = None  # the profile's CA, for the client built below
     if url:
         configuration.host = url.rstrip("/")
         if token:
             configuration.api_key = {"BearerToken": token}
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
         if ca_cert and ca_cert.strip():
-            configuration.ssl_ca_cert = _private_file(pem_from_profile(ca_cert))
+            ca_pem = pem_from_profile(ca_cert)
         # Without a CA, https is verified against the system's CAs (urllib3's default with certifi).
         configuration.verify_ssl = True
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -189,4 +204,7 @@ def connect(
     # timeout (that would double `cluster_request_timeout`); our own loops retry with backoff.
     configuration.retries = KubeRetry(total=1, connect=1, read=0, redirect=0, status=0)
     quiet_kube_retries()
-    return client.ApiClient(configuration)
+    api_client = client.ApiClient(configuration)
+    if ca_pem is not None:
+        _trust_only(api_client, ca_pem)
+    return api_client

@@ -18,11 +18,13 @@ import argparse
 import contextlib
 import json
 import re
+import select
+import socket
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -174,10 +176,10 @@ class FakeKubeApi:
         if method == "GET" and path == "/api/v1/nodes":
             return 200, list_body("NodeList", store.list_nodes(), store.resource_version), JSON
         if method == "GET" and path == "/api/v1/pods":
-            return self._list_or_watch(None, query)
+            return self._list_or_watch(None, query, environ)
         if m := _POD_LIST.match(path):
             if method == "GET":
-                return self._list_or_watch(m.group(1), query)
+                return self._list_or_watch(m.group(1), query, environ)
             if method == "POST":
                 return 201, store.create_pod(m.group(1), _json_body(environ)), JSON
         if (m := _POD.match(path)) and method in ("GET", "PATCH", "DELETE"):
@@ -244,7 +246,7 @@ class FakeKubeApi:
             return {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
         return {"kind": "APIResourceList", "groupVersion": "v1", "resources": _API_RESOURCES}
 
-    def _list_or_watch(self, ns: str | None, query: dict[str, str]) -> Any:
+    def _list_or_watch(self, ns: str | None, query: dict[str, str], environ: dict[str, Any]) -> Any:
         labels = query.get("labelSelector")
         fields = query.get("fieldSelector")
         if (query.get("watch") or "").lower() in ("true", "1"):
@@ -256,7 +258,8 @@ class FakeKubeApi:
             if rv_text and not rv_text.isdigit():
                 raise StoreError(400, "BadRequest", f"invalid resource version: {rv_text!r}")
             bookmarks = (query.get("allowWatchBookmarks") or "").lower() in ("true", "1")
-            return 200, self._watch(ns, labels, fields, rv_text, timeout, bookmarks), JSON
+            gone = _client_gone(environ.get("werkzeug.socket"))
+            return 200, self._watch(ns, labels, fields, rv_text, timeout, bookmarks, gone), JSON
         items, rv = self.store.list_pods(ns, labels, fields)
         return 200, list_body("PodList", items, rv), JSON
 
@@ -268,6 +271,7 @@ class FakeKubeApi:
         rv_text: str,
         timeout: float,
         bookmarks: bool,
+        gone: Callable[[], bool] = lambda: False,
     ) -> Iterator[bytes]:
         labels, fields = parse_label_selector(labels_text), parse_field_selector(fields_text)
         store, generation = self.store, self._generation
@@ -285,7 +289,7 @@ class FakeKubeApi:
                 yield _bookmark(rv, {"k8s.io/initial-events-end": "true"})
         else:
             rv = int(rv_text)
-        while not self._closed.is_set() and generation == self._generation:
+        while not self._closed.is_set() and generation == self._generation and not gone():
             current = store.resource_version
             changes = store.changes_since(rv)
             if changes is None:
@@ -313,6 +317,25 @@ class FakeKubeApi:
             if remaining <= 0:
                 break
             store.wait_for_change(current, min(self.watch_poll, remaining))
+
+
+def _client_gone(connection: socket.socket | None) -> Callable[[], bool]:
+    """Whether the client of a watch has closed its end of `connection` (werkzeug's socket of the
+    request; None: never). kube-apiserver ends such a watch at once, since its HTTP server reads every
+    connection in the background; werkzeug notices only when it next writes, so that a watch left by
+    its client would hold a server thread for the rest of its timeout while nothing changes, and a
+    client that connects again and again would pile such threads up."""
+
+    def gone() -> bool:
+        if connection is None:
+            return False
+        try:
+            readable, _, _ = select.select([connection], [], [], 0)
+            return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):  # reset, or closed already
+            return True
+
+    return gone
 
 
 def _next_bookmark(now: float, deadline: float) -> float | None:
