@@ -245,7 +245,7 @@ class ClusterPool:
             if spec.wants_warm_pods:
                 # The pod taken leaves the warm pool short, and the job's key is banked now: refill at once,
                 # after the answer, rather than at the next ping.
-                self._background.submit("topping up the warm pool after an assignment", self.top_up_warm_pool)
+                self._background.submit("topping up the warm pool after an assignment", self._refill)
         return assigned
 
     def job_completed(self, agent_id: str, job: JobIdentifier, spec: JobSpec | None, gocd: GoCDServer) -> str:
@@ -263,6 +263,9 @@ class ClusterPool:
             self._background.submit(f"after the job-completion on {agent_id}",
                                     lambda: self._carry_out(plan, gocd))  # fmt: skip
         return plan.message
+
+    def _refill(self) -> None:
+        self.top_up_warm_pool()
 
     def _carry_out(self, plan: Plan, gocd: GoCDServer) -> None:
         self.applier.carry_out(plan, gocd)
