@@ -15,6 +15,7 @@ CHART_KEYS = {
     "rbac.create",
     "serviceAccount.create",
     "serviceAccount.name",
+    "server.annotations.pod",
     "server.terminationGracePeriodSeconds",
     "server.env.extraEnvVars",
     "server.env.goServerJvmOpts",
@@ -91,8 +92,13 @@ def server_pod(values: dict[str, Any]) -> dict[str, Any]:
         spec["initContainers"] = server["initContainers"]
     if server.get("terminationGracePeriodSeconds"):
         spec["terminationGracePeriodSeconds"] = server["terminationGracePeriodSeconds"]
-    metadata = {
+    metadata: dict[str, Any] = {
         "name": f"{RELEASE}-server",
         "labels": {"app": "gocd", "release": RELEASE, "component": "server"},
     }
+    # templates/gocd-server-deployment.yaml (chart 2.18.0) lines 37-40: every server.annotations.pod entry
+    # becomes a pod annotation, its value quoted.
+    pod_annotations = (server.get("annotations") or {}).get("pod") or {}
+    if pod_annotations:
+        metadata["annotations"] = {key: str(value) for key, value in pod_annotations.items()}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

@@ -152,7 +152,7 @@ def test_the_entrypoint_with_the_charts_args_serves_and_answers_the_charts_probe
         deadline = time.monotonic() + 20
         while requests.get(f"{url}/healthz", timeout=2).status_code != 200:
             assert time.monotonic() < deadline
-        for probe in ("readinessProbe", "livenessProbe"):
+        for probe in ("startupProbe", "livenessProbe"):
             probe_command = sidecar[probe]["exec"]["command"]
             probe_command = [
                 sys.executable,

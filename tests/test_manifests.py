@@ -130,3 +130,15 @@ def test_the_backends_containers_meet_the_restricted_pod_security_level(real_kub
     assert status == 403 and 'container "gocd-server"' in answer["message"], answer
     assert "kubernetes-reuse-backend" not in answer["message"]
     assert "install-kubernetes-reuse-plugin" not in answer["message"]
+
+
+def test_only_the_gocd_server_container_gates_the_pods_readiness_and_kubectl_defaults_to_it() -> None:
+    """A readiness probe on the sidecar would take the whole GoCD server pod out of its Service when the
+    backend crash-loops (Kubernetes counts a pod ready only when every container is); the sidecar has a
+    startup and a liveness probe instead."""
+    pod = server_pod(yaml.safe_load(VALUES.read_text()))
+    containers = {container["name"]: container for container in pod["spec"]["containers"]}
+    assert [name for name, c in containers.items() if "readinessProbe" in c] == ["gocd-server"]
+    sidecar = containers["kubernetes-reuse-backend"]
+    assert "startupProbe" in sidecar and "livenessProbe" in sidecar
+    assert pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "gocd-server"
