@@ -25,7 +25,7 @@ from elastic_agent.yielding import let_the_answer_go_first
 
 log = logging.getLogger(__name__)
 
-Work = Callable[[], None]
+Work = Callable[[], object]  # what it returns is dropped
 
 
 class Background(Protocol):

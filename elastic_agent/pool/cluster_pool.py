@@ -27,7 +27,7 @@ from elastic_agent.gocd.messages import Agent, JobIdentifier
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDServer
 from elastic_agent.kube.port import ClusterError, ClusterPort
-from elastic_agent.pool import decisions, reaping, warm
+from elastic_agent.pool import decisions, marks, reaping, warm
 from elastic_agent.pool.applier import Applier, Done
 from elastic_agent.pool.intents import Create, Plan
 from elastic_agent.pool.job_spec import JobSpec
@@ -137,6 +137,7 @@ class ClusterPool:
         return True
 
     def _after_first_list(self) -> None:
+        self._drop_official_labels()
         with self.state.lock:
             early = list(self._early)
             self._early.clear()
@@ -144,6 +145,14 @@ class ClusterPool:
             self.job_completed(completion.agent_id, completion.job, completion.spec, completion.gocd)
         self.serve_waiting_jobs()
         self.top_up_warm_pool()
+
+    def _drop_official_labels(self) -> None:
+        """Once the pods are known: the labels of an earlier version that the official plugin selects on
+        go from the pods that still carry them (marks.without_official_labels); the writer removes them."""
+        now = self.clock.now()
+        with self.state.lock:
+            plan = Plan(tuple(marks.without_official_labels(self.state.port.pods())))
+            self.applier.commit(plan, now)
 
     def update_settings(self, settings: ClusterProfile) -> None:
         self.state.commit_settings(settings)

@@ -14,8 +14,20 @@ LABEL_FINGERPRINT = PREFIX + "fingerprint"  # shortened reuse fingerprint
 LABEL_JOB_ID = PREFIX + "job-id"  # the job the pod runs now (or was created for, until its first job)
 LABEL_PIPELINE = PREFIX + "pipeline"
 LABEL_JOB_NAME = PREFIX + "job-name"
-LABEL_KIND = "kind"  # "kubernetes-elastic-agent", as upstream, so existing dashboards keep working
-KIND_VALUE = "kubernetes-elastic-agent"
+
+# Labels of the official Kubernetes plugin (cd.go.contrib.elasticagent.kubernetes), which may run in the
+# same namespace while users move over. It adopts every pod of its namespace labelled
+# kind=kubernetes-elastic-agent and deletes those that GoCD does not list among its own agents once they
+# are older than its auto-register timeout, busy or not; an adopted pod without a numeric
+# Elastic-Agent-Job-Id makes its refresh of the namespace fail instead, and with it every server-ping and
+# create-agent of its cluster profile. It selects on Elastic-Agent-Created-By and Elastic-Agent-Job-Id for
+# its status reports and reads Elastic-Agent-Environment-Name off the pods it adopts. So this plugin's
+# pods carry none of them, not even from a template copied from one of its pods (pods.build_pod drops
+# them, and a backend removes them from pods an earlier version made); dashboards select on
+# LABEL_PLUGIN_ID. docs/architecture.md, "Beside the official plugin".
+OFFICIAL_KIND_LABEL = "kind"
+OFFICIAL_KIND_VALUE = "kubernetes-elastic-agent"
+OFFICIAL_LABELS = ("Elastic-Agent-Created-By", "Elastic-Agent-Job-Id", "Elastic-Agent-Environment-Name")
 
 # Annotations: state, kept on the pod so a restart of the backend loses nothing.
 ANN_STATE = PREFIX + "state"  # booting | idle | busy | retiring

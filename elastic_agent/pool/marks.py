@@ -6,11 +6,14 @@ annotations follow the state: a busy pod must not be evicted, an idle one may be
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.intents import Changes, Mark
 from elastic_agent.pool.job_spec import JobSpec
-from elastic_agent.pool.pods import job_annotation, job_labels, reuse_annotations
+from elastic_agent.pool.pods import job_annotation, job_labels, official_labels, reuse_annotations
 from elastic_agent.pool.records import PodRecord, PodState
 
 NO_JOB_LABELS: dict[str, str | None] = {labels.LABEL_JOB_ID: None, labels.LABEL_JOB_NAME: None}
@@ -80,3 +83,11 @@ def idle_after_lost_completion(record: PodRecord, now: float) -> Mark:
 
 def retiring(pod: str, reason: str) -> Mark:
     return Mark(pod, {labels.ANN_STATE: PodState.RETIRING.value, labels.ANN_RETIRE_REASON: reason[:200]})
+
+
+def without_official_labels(pods: Iterable[PodView]) -> list[Mark]:
+    """Pods created before this plugin stopped carrying the labels the official plugin selects on
+    (labels.py) lose them: while one of them is in its namespace, the official plugin deletes it or
+    fails to refresh its pods."""
+    found = ((pod.name, official_labels(pod.labels)) for pod in pods)
+    return [Mark(name, {}, dict.fromkeys(keys)) for name, keys in found if keys]

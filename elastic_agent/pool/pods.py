@@ -93,8 +93,7 @@ def build_pod(
     metadata["namespace"] = namespace
     name = metadata["name"]
     metadata["labels"] = {
-        **(metadata.get("labels") or {}),
-        labels.LABEL_KIND: labels.KIND_VALUE,
+        **without_official_labels(metadata.get("labels") or {}),
         **identity.selector(),
         labels.LABEL_FINGERPRINT: label_form(spec.fingerprint),
         **(job_labels(job) if job else {}),
@@ -127,6 +126,24 @@ def build_pod(
         kept = [item for item in container.get("env") or [] if item.get("name") not in variables]
         container["env"] = kept + [{"name": key, "value": value} for key, value in variables.items()]
     return pod
+
+
+def official_labels(pod_labels: Mapping[str, str]) -> list[str]:
+    """The labels among `pod_labels` that the official plugin selects on (labels.py says why): a `kind`
+    label of another value is the user's own and stays."""
+    kind = labels.OFFICIAL_KIND_LABEL
+    return [
+        key
+        for key, value in pod_labels.items()
+        if key in labels.OFFICIAL_LABELS or (key == kind and value == labels.OFFICIAL_KIND_VALUE)
+    ]
+
+
+def without_official_labels(template_labels: Mapping[str, str]) -> dict[str, str]:
+    """A template's labels without those the official plugin selects on: a template copied from one of
+    its pods would otherwise hand this plugin's pods over to it."""
+    drop = official_labels(template_labels)
+    return {key: value for key, value in template_labels.items() if key not in drop}
 
 
 def reuse_annotations(spec: JobSpec) -> dict[str, str | None]:
