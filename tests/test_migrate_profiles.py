@@ -6,6 +6,7 @@ ElasticProfilesRepresenter v2, ConfigurationPropertyRepresenter, MessageJson for
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import requests
 import responses
 
 from elastic_agent.cli import main
+from elastic_agent.service import migrate
 
 SERVER = "https://gocd.example.com/go"
 CLUSTERS_URL = SERVER + "/api/admin/elastic/cluster_profiles"
@@ -129,6 +131,14 @@ def elastic_list(*extra: dict[str, Any]) -> dict[str, Any]:
 def gocd() -> Iterator[responses.RequestsMock]:
     with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
         yield mock
+
+
+@pytest.fixture(autouse=True)
+def not_in_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The service account's namespace file, absent (as outside a pod) unless a test writes it."""
+    path = tmp_path / "serviceaccount" / "namespace"
+    monkeypatch.setattr(migrate, "SERVICE_ACCOUNT_NAMESPACE", path)
+    return path
 
 
 @pytest.fixture
@@ -640,3 +650,183 @@ def test_a_plain_http_server_is_warned_about(
     err = capsys.readouterr().err
     assert "warning: --server is http://, so the token travels unencrypted" in err
     assert "GoCD refused the token" in err and TOKEN not in err
+
+
+# --- namespaces: what the old profile meant ------------------------------------------------------------
+
+# The official plugin reads a blank namespace as the GoCD server pod's own; GoCD lists a blank one as the
+# key alone, and a profile saved before the field existed has no key at all.
+HOME_PROPERTIES = [
+    {"key": "go_server_url", "value": "https://gocd.example.com/go"},
+    {"key": "namespace"},
+]
+NO_KEY_PROPERTIES = [{"key": "go_server_url", "value": "https://gocd.example.com/go"}]
+
+
+def blank_lists() -> tuple[dict[str, Any], dict[str, Any]]:
+    return (
+        cluster_list(cluster("k8s-home", OLD, HOME_PROPERTIES), cluster("k8s-old", OLD, NO_KEY_PROPERTIES)),
+        elastic_list(elastic("home-agent", "k8s-home", STAGING_AGENT_PROPERTIES)),
+    )
+
+
+def namespace_sent(gocd: responses.RequestsMock, id_: str) -> list[dict[str, str]]:
+    body = next(body for _, body in posts(gocd) if body["id"] == id_)
+    return [p for p in body["properties"] if p["key"] == "namespace"]
+
+
+def test_a_blank_namespace_is_written_out_as_the_gocd_servers_given_with_server_namespace(
+    gocd: responses.RequestsMock, token_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve_lists(gocd, *blank_lists())
+    echo_posts(gocd)
+
+    assert run(token_file, "--server-namespace", "gocd", "--dry-run") == 0
+    out = capsys.readouterr().out
+    for id_ in ("k8s-home", "k8s-old"):
+        assert (
+            f"cluster profile '{id_}' -> '{id_}-reuse': would be created.\n"
+            "    settings: go_server_url, namespace\n"
+            "    namespace: blank in the old profile, which the official plugin reads as the GoCD server's "
+            "namespace: gocd (from --server-namespace); written out in the new profile\n"
+        ) in out
+    assert "    namespace: gocd-agents, as in the old profile\n" in out
+
+    assert run(token_file, "--server-namespace", "gocd") == 0
+    # Not blank (this plugin's `default`): the namespace the old profile's pods really ran in.
+    assert namespace_sent(gocd, "k8s-home-reuse") == [{"key": "namespace", "value": "gocd"}]
+    assert namespace_sent(gocd, "k8s-old-reuse") == [{"key": "namespace", "value": "gocd"}]
+    home = next(body for _, body in posts(gocd) if body["id"] == "k8s-home-reuse")
+    assert [p["key"] for p in home["properties"]] == ["go_server_url", "namespace"]  # in its place
+    assert namespace_sent(gocd, "k8s-prod-reuse") == [{"key": "namespace", "value": "gocd-agents"}]
+
+
+def test_a_blank_namespace_outside_a_pod_without_server_namespace_is_reported_not_created(
+    gocd: responses.RequestsMock, token_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve_lists(gocd, *blank_lists())
+    echo_posts(gocd)
+
+    assert run(token_file) == 1
+
+    sent = [body["id"] for _, body in posts(gocd)]
+    assert "k8s-home-reuse" not in sent and "k8s-old-reuse" not in sent and "home-agent-reuse" not in sent
+    assert "k8s-prod-reuse" in sent and "k8s-staging-reuse" in sent  # the others go on
+    out = capsys.readouterr().out
+    assert (
+        "cluster profile 'k8s-home' -> 'k8s-home-reuse': not migrated: its namespace is blank, which the "
+        "official plugin reads as the GoCD server's own namespace (this plugin would read it as 'default'), "
+        "and that is not known here: this command is not running inside a pod (no "
+    ) in out
+    assert "give --server-namespace NS, the namespace the GoCD server runs in (or --namespace NS)." in out
+    assert (
+        "  elastic profile 'home-agent' -> 'home-agent-reuse' on cluster profile 'k8s-home-reuse': not "
+        "migrated: its cluster profile 'k8s-home-reuse' was not migrated."
+    ) in out
+    assert "Summary: created 5 profiles; 0 skipped (they exist already); 3 not migrated." in out
+
+
+def test_inside_a_pod_a_blank_namespace_is_the_pods_service_account_namespace(
+    gocd: responses.RequestsMock,
+    token_file: Path,
+    not_in_a_pod: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    not_in_a_pod.parent.mkdir()
+    not_in_a_pod.write_text("gocd-server-ns", encoding="utf-8")  # as Kubernetes writes it: no newline
+    serve_lists(gocd, *blank_lists())
+    echo_posts(gocd)
+
+    assert run(token_file) == 0
+
+    assert namespace_sent(gocd, "k8s-home-reuse") == [{"key": "namespace", "value": "gocd-server-ns"}]
+    assert namespace_sent(gocd, "k8s-old-reuse") == [{"key": "namespace", "value": "gocd-server-ns"}]
+    assert (
+        "namespace: gocd-server-ns (from this pod's service account, " + str(not_in_a_pod) + ")"
+    ) in capsys.readouterr().out
+
+
+def test_a_namespace_the_official_plugin_also_uses_is_warned_about_and_namespace_moves_the_new_pods(
+    gocd: responses.RequestsMock, token_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other_cluster = [
+        {"key": "go_server_url", "value": "https://gocd.example.com/go"},
+        {"key": "kubernetes_cluster_url", "value": "https://k8s.other.example.com:6443/"},
+        {"key": "namespace", "value": "gocd-agents"},  # same name, another cluster: nothing shared
+    ]
+    clusters = cluster_list(cluster("k8s-home", OLD, HOME_PROPERTIES), cluster("k8s-far", OLD, other_cluster))
+    serve_lists(gocd, clusters, elastic_list())
+    echo_posts(gocd)
+
+    # The blank one is the GoCD server's namespace, gocd-agents, so it shares with k8s-prod too.
+    assert run(token_file, "--server-namespace", "gocd-agents", "--dry-run") == 0
+    out = capsys.readouterr().out
+    warning = (
+        "    warning: namespace gocd-agents is also where the official plugin's cluster profiles "
+        "'k8s-prod', 'k8s-home' put their pods: both plugins' pods share that namespace, its resource "
+        "quotas and its RBAC (Roles, RoleBindings); give --namespace NS to put the new profiles' pods in "
+        "another one.\n"
+    )
+    prod = out.split("cluster profile 'k8s-prod'")[1].split("  elastic profile")[0]
+    assert warning in prod
+    assert "namespace staging is also where the official plugin's cluster profile 'k8s-staging' puts" in out
+    # A blank URL is the GoCD server's own cluster, which may be any; two URLs that differ are two clusters.
+    far = out.split("cluster profile 'k8s-far'")[1]
+    assert "cluster profiles 'k8s-home', 'k8s-far' put their pods" in far and "k8s-prod" not in far
+    assert "Summary: would create 7 profiles; 0 skipped (they exist already); 0 not migrated." in out
+
+    assert run(token_file, "--server-namespace", "gocd-agents", "--namespace", "reuse-agents") == 0
+    out = capsys.readouterr().out
+    assert "warning" not in out
+    assert (
+        "    namespace: reuse-agents (from --namespace); blank in the old profile, which the official plugin "
+        "reads as the GoCD server's namespace: gocd-agents (from --server-namespace)\n"
+    ) in out
+    assert "    namespace: reuse-agents (from --namespace); gocd-agents in the old profile\n" in out
+    for _, body in posts(gocd):
+        if "plugin_id" in body:
+            assert [p for p in body["properties"] if p["key"] == "namespace"] == [
+                {"key": "namespace", "value": "reuse-agents"}
+            ]
+
+
+@pytest.mark.parametrize("option", ["--namespace", "--server-namespace"])
+def test_a_namespace_option_that_is_no_namespace_name_is_one_line(
+    gocd: responses.RequestsMock, token_file: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    assert run(token_file, option, "GoCD_Agents") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option}: 'GoCD_Agents' is not a Kubernetes namespace name")
+    assert len(err.strip().splitlines()) == 1 and not gocd.calls
+
+
+# --- the token from standard input ---------------------------------------------------------------------
+
+
+def test_token_file_dash_reads_the_token_from_standard_input(
+    gocd: responses.RequestsMock,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Piped in (from a Secret, say), the token is never written to a file that would have to be
+    deleted afterwards."""
+    caplog.set_level(logging.DEBUG)
+    serve_lists(gocd, cluster_list(), elastic_list())
+    monkeypatch.setattr("sys.stdin", io.StringIO(TOKEN + "\n"))
+
+    assert run(Path("-"), "--dry-run") == 0
+
+    assert [call.request.headers["Authorization"] for call in gocd.calls] == [f"bearer {TOKEN}"] * 2
+    captured = capsys.readouterr()
+    assert TOKEN not in captured.out + captured.err + caplog.text
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert run(Path("-")) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --token-file -: standard input holds no token (pipe it in, one line)"
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("two words\n"))
+    assert run(Path("-")) == 2
+    assert "must hold the token alone, on one line" in capsys.readouterr().err
+    assert len(gocd.calls) == 2

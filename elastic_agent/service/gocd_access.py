@@ -4,7 +4,10 @@ token options, read the same way, with one sentence for each way they can be wro
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from pathlib import Path
+from typing import TextIO
 from urllib.parse import urlsplit
 
 
@@ -19,7 +22,12 @@ def add_server_arguments(parser: argparse.ArgumentParser, token_help: str) -> No
         metavar="URL",
         help="the GoCD server's URL, e.g. https://gocd.example.com/go",
     )
-    parser.add_argument("--token-file", required=True, metavar="F", help=token_help)
+    parser.add_argument(
+        "--token-file",
+        required=True,
+        metavar="F",
+        help=f"{token_help}; '-' reads it from standard input (one line), so that it is never on disk",
+    )
 
 
 def server_url(text: str) -> str:
@@ -39,7 +47,15 @@ def server_url(text: str) -> str:
     return text.strip().rstrip("/")
 
 
-def read_token(path_text: str) -> str:
+STDIN = "-"
+
+
+def read_token(path_text: str, stdin: TextIO | None = None) -> str:
+    """The token from a file (a mounted Secret), or from standard input for `-`: piped in from a Secret
+    or a password manager, it is never written anywhere, so nothing is left to delete afterwards. It
+    appears in no message."""
+    if path_text == STDIN:
+        return _token_from_stdin(stdin if stdin is not None else sys.stdin)
     path = Path(path_text)
     try:
         token = path.read_text(encoding="utf-8").strip()
@@ -51,4 +67,28 @@ def read_token(path_text: str) -> str:
         raise UsageError(f"the token file {path} is empty")
     if any(c.isspace() for c in token):
         raise UsageError(f"the token file {path} must hold the token alone, on one line")
+    return token
+
+
+def _token_from_stdin(stream: TextIO | None) -> str:
+    """One line of standard input. At a terminal it is asked for with echo off (getpass), so that a
+    token typed or pasted there does not stay on the screen."""
+    if stream is None:
+        raise UsageError("--token-file -: there is no standard input to read the token from")
+    try:
+        if stream.isatty():
+            line = getpass.getpass("GoCD personal access token (not shown): ", stream=sys.stderr)
+        else:
+            line = stream.readline()
+    except EOFError:
+        raise UsageError("--token-file -: standard input holds no token (pipe it in, one line)") from None
+    except OSError as error:
+        raise UsageError(f"--token-file -: cannot read standard input: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise UsageError("--token-file -: standard input is not text") from None
+    token = line.strip()
+    if not token:
+        raise UsageError("--token-file -: standard input holds no token (pipe it in, one line)")
+    if any(c.isspace() for c in token):
+        raise UsageError("--token-file -: standard input must hold the token alone, on one line")
     return token

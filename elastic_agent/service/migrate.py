@@ -13,6 +13,11 @@ official plugin until their elastic profile ids are switched to the new ones.
 - Each new profile is checked with this plugin's own validation first (plain values only: encrypted ones
   cannot be read), and one that GoCD would refuse is reported, not sent. Settings this plugin does not have
   are reported and left out.
+- Namespaces keep their meaning. The official plugin reads a blank namespace as the GoCD server pod's
+  own (see `OfficialBlank`); this plugin reads it as `default`. So every new cluster profile gets its
+  namespace written out: the old one, the GoCD server's for a blank one (`--server-namespace`, else this
+  pod's service account), or `--namespace`. A blank one that cannot be resolved is reported, not
+  migrated. A new profile whose pods would share a namespace with the official plugin's is warned about.
 - Re-running is safe: a new id that exists already is skipped.
 - `--dry-run` prints the plan and sends nothing.
 
@@ -27,6 +32,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from elastic_agent import PLUGIN_ID
@@ -40,12 +46,18 @@ from elastic_agent.gocd.rest_api import (
 from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
 from profiles.fields import CLUSTER_FIELDS, ELASTIC_FIELDS, Field
 from profiles.validation import validate_cluster_profile, validate_elastic_profile
+from profiles.values import dns_label
 
 OFFICIAL_PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes"
 DEFAULT_SUFFIX = "-reuse"
 # GoCD's rule for profile ids (NameTypeValidator): letters, digits, _ - and ., at most 255 characters.
 _SUFFIX = re.compile(r"[A-Za-z0-9_\-.]+")
 _MAX_ID_LENGTH = 255
+# Where Kubernetes puts the namespace of a pod's service account, and where fabric8's
+# `Config.autoConfigure` (`tryNamespaceFromPath`) reads the official plugin's default namespace from.
+# Read at call time, so that tests can point it elsewhere.
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+NAMESPACE_KEY = "namespace"
 
 
 DESCRIPTION = (
@@ -71,6 +83,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"appended to each old id to make the new one (default {DEFAULT_SUFFIX}; write --suffix=-x "
         "for one that starts with '-')",
     )
+    parser.add_argument(
+        "--server-namespace",
+        metavar="NS",
+        help="the namespace the GoCD server pod runs in: what a blank namespace in the official plugin's "
+        "cluster profile means (default: this pod's service account namespace, when run inside a pod)",
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="NS",
+        help="put the new profiles' pods in this namespace instead of the old profiles' one",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -80,6 +103,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         server = server_url(args.server)
         suffix = _suffix(args.suffix)
+        server_namespace = _namespace_option("--server-namespace", args.server_namespace)
+        namespace = _namespace_option("--namespace", args.namespace)
         token = read_token(args.token_file)
     except UsageError as error:
         print(f"error: {error}", file=err)
@@ -87,7 +112,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if server.lower().startswith("http://"):
         print("warning: --server is http://, so the token travels unencrypted; prefer https://", file=err)
     client = GoCDRestClient(server, token)
-    return migrate(client, dry_run=args.dry_run, reuse=args.reuse, suffix=suffix, out=out, err=err)
+    return migrate(
+        client,
+        dry_run=args.dry_run,
+        reuse=args.reuse,
+        suffix=suffix,
+        official_blank=official_blank(server_namespace, SERVICE_ACCOUNT_NAMESPACE),
+        namespace=namespace,
+        out=out,
+        err=err,
+    )
 
 
 # --- the options -------------------------------------------------------------------------------------
@@ -100,6 +134,58 @@ def _suffix(text: str) -> str:
             f"and not empty; the default is {DEFAULT_SUFFIX}"
         )
     return text
+
+
+def _namespace_option(option: str, text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return dns_label(text)
+    except ValueError as error:
+        raise UsageError(f"{option}: {error}") from None
+
+
+@dataclass(frozen=True)
+class OfficialBlank:
+    """What a blank namespace in the official plugin's cluster profile stands for.
+
+    The official plugin (gocd/kubernetes-elastic-agents, `KubernetesClientFactory.createClientFor`) starts
+    from fabric8's `Config.autoConfigure(null)` and sets the namespace only when the profile's is not
+    blank (`PluginSettings.getNamespace` gives null for a blank one). Inside the GoCD server's pod,
+    autoConfigure takes the namespace of the pod's service account: the GoCD server's own namespace.
+    This plugin would read the same blank as `default`, so the name is found out here and written in.
+    """
+
+    name: str | None  # None: not known here
+    source: str = ""  # where the name comes from, as the plan says it
+    unknown_because: str = ""  # why it is not known, when it is not
+
+    def meaning(self) -> str:
+        text = "blank in the old profile, which the official plugin reads as the GoCD server's namespace"
+        return f"{text}: {self.name} ({self.source})" if self.name else text
+
+
+def official_blank(server_namespace: str | None, namespace_file: Path) -> OfficialBlank:
+    """`--server-namespace` when given. Else, inside a pod, its service account's namespace: the GoCD
+    server's when the command runs in the GoCD server's pod (the backend's sidecar shares its service
+    account), as the install guide runs it. Anywhere else the name cannot be known: outside a pod,
+    fabric8 would fall back to the GoCD server's environment or kubeconfig, which are not this one's."""
+    if server_namespace is not None:
+        return OfficialBlank(server_namespace, "from --server-namespace")
+    try:
+        text = namespace_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return OfficialBlank(
+            None, unknown_because=f"this command is not running inside a pod (no {namespace_file})"
+        )
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not text"
+        return OfficialBlank(None, unknown_because=f"this pod's {namespace_file} cannot be read: {reason}")
+    try:
+        name = dns_label(text)
+    except ValueError:
+        return OfficialBlank(None, unknown_because=f"this pod's {namespace_file} holds no namespace name")
+    return OfficialBlank(name, f"from this pod's service account, {namespace_file}")
 
 
 # --- the plan ----------------------------------------------------------------------------------------
@@ -121,6 +207,9 @@ class Planned:
     problems: list[str] = field(default_factory=list)  # any: not sent, the profile is not migrated
     exists: bool = False  # the new id is this plugin's already: skipped
     elastic: list[Planned] = field(default_factory=list)  # a cluster profile's elastic profiles
+    namespace: str | None = None  # a cluster profile's: where the new profile's pods go, once known
+    namespace_note: str = ""  # a cluster profile's: where that namespace comes from
+    warnings: list[str] = field(default_factory=list)  # shown, but the profile is migrated
 
 
 @dataclass
@@ -136,15 +225,22 @@ def plan_migration(
     *,
     suffix: str,
     reuse: bool,
+    official_blank: OfficialBlank | None = None,
+    namespace: str | None = None,
 ) -> list[Planned]:
-    """The official plugin's cluster profiles, each with its elastic profiles, as this plugin's."""
+    """The official plugin's cluster profiles, each with its elastic profiles, as this plugin's.
+
+    `official_blank` is what a blank namespace of the official plugin stands for (unknown when None);
+    `namespace`, when given, is where every new profile's pods go instead."""
+    blank = official_blank or OfficialBlank(None, unknown_because="the GoCD server's namespace was not given")
     cluster_by_id = {c.id: c for c in clusters}
     elastic_by_id = {e.id: e for e in elastics}
+    official = [c for c in clusters if c.plugin_id == OFFICIAL_PLUGIN_ID]
+    old_namespaces = {c.id: _old_namespace(c, blank) for c in official}
     plan = []
-    for old in clusters:
-        if old.plugin_id != OFFICIAL_PLUGIN_ID:
-            continue
-        planned = _plan_cluster(old, cluster_by_id, suffix)
+    for old in official:
+        planned = _plan_cluster(old, cluster_by_id, suffix, old_namespaces[old.id], blank, namespace)
+        _warn_if_shared(planned, old, official, old_namespaces)
         for old_elastic in elastics:
             if old_elastic.cluster_profile_id == old.id:
                 planned.elastic.append(
@@ -155,10 +251,16 @@ def plan_migration(
 
 
 def _plan_cluster(
-    old: ClusterProfileRecord, cluster_by_id: dict[str, ClusterProfileRecord], suffix: str
+    old: ClusterProfileRecord,
+    cluster_by_id: dict[str, ClusterProfileRecord],
+    suffix: str,
+    old_namespace: str | None,
+    blank: OfficialBlank,
+    namespace: str | None,
 ) -> Planned:
     planned = Planned(CLUSTER, old.id, old.id + suffix)
-    properties = _carry_over(planned, CLUSTER_FIELDS, old.properties, validate_cluster_profile)
+    source = _with_namespace(planned, old, old_namespace, blank, namespace)
+    properties = _carry_over(planned, CLUSTER_FIELDS, source, validate_cluster_profile)
     _check_new_id(planned)
     existing = cluster_by_id.get(planned.new_id)
     if existing is not None:
@@ -171,6 +273,105 @@ def _plan_cluster(
             )
     planned.record = ClusterProfileRecord(planned.new_id, PLUGIN_ID, properties)
     return planned
+
+
+def _namespace_setting(old: ClusterProfileRecord) -> Property | None:
+    return next((p for p in old.properties if p.key == NAMESPACE_KEY), None)
+
+
+def _is_blank(setting: Property | None) -> bool:
+    """Blank as the official plugin's `PluginSettings.getOrDefault` has it: absent, empty or spaces."""
+    return setting is None or (not setting.encrypted and not (setting.value or "").strip())
+
+
+def _old_namespace(old: ClusterProfileRecord, blank: OfficialBlank) -> str | None:
+    """The namespace the official plugin really puts this profile's pods in; None when not known here."""
+    setting = _namespace_setting(old)
+    if _is_blank(setting):
+        return blank.name
+    if setting is None or setting.encrypted or setting.value is None:
+        return None  # an encrypted namespace cannot be read (and is reported by _carry_over)
+    return setting.value.strip()
+
+
+def _with_namespace(
+    planned: Planned,
+    old: ClusterProfileRecord,
+    old_namespace: str | None,
+    blank: OfficialBlank,
+    namespace: str | None,
+) -> tuple[Property, ...]:
+    """The old settings, with the namespace the new profile must say: the old profile's pods' one, or
+    `--namespace`. It is written out whenever the old one was blank, since a blank means `default` to
+    this plugin and the GoCD server's namespace to the official one."""
+    setting = _namespace_setting(old)
+    was_blank = _is_blank(setting)
+    if namespace is not None:
+        if not was_blank:
+            before = (
+                f"{old_namespace} in the old profile" if old_namespace else "encrypted in the old profile"
+            )
+        elif blank.name:
+            before = blank.meaning()
+        else:
+            unknown = "not known here (give --server-namespace to check that the new pods do not share it)"
+            before = f"{blank.meaning()}, {unknown}"
+        planned.namespace = namespace
+        planned.namespace_note = f"{namespace} (from --namespace); {before}"
+    elif was_blank:
+        if blank.name is None:
+            planned.problems.append(
+                "its namespace is blank, which the official plugin reads as the GoCD server's own namespace "
+                "(this plugin would read it as 'default'), and that is not known here: "
+                f"{blank.unknown_because}; give --server-namespace NS, the namespace the GoCD server runs in "
+                "(or --namespace NS)"
+            )
+            return old.properties
+        planned.namespace = blank.name
+        planned.namespace_note = f"{blank.meaning()}; written out in the new profile"
+    else:
+        planned.namespace = old_namespace
+        if old_namespace is not None:
+            planned.namespace_note = f"{old_namespace}, as in the old profile"
+        return old.properties
+    written = Property(NAMESPACE_KEY, planned.namespace)
+    if setting is None:
+        return (*old.properties, written)
+    return tuple(written if p.key == NAMESPACE_KEY else p for p in old.properties)
+
+
+def _warn_if_shared(
+    planned: Planned,
+    old: ClusterProfileRecord,
+    official: Sequence[ClusterProfileRecord],
+    old_namespaces: dict[str, str | None],
+) -> None:
+    """A warning when the new profile's pods would go where one of the official plugin's profiles puts
+    its pods. Profiles naming two different Kubernetes API URLs are on two clusters and share nothing; a
+    blank URL may be either, so it counts as the same."""
+    if planned.namespace is None or planned.problems:
+        return
+    url = _cluster_url(old)
+    sharing = [
+        other.id
+        for other in official
+        if old_namespaces[other.id] == planned.namespace
+        and (not url or not _cluster_url(other) or _cluster_url(other) == url)
+    ]
+    if not sharing:
+        return
+    names = ", ".join(f"'{s}'" for s in sharing)
+    whose = f"profile {names} puts its" if len(sharing) == 1 else f"profiles {names} put their"
+    planned.warnings.append(
+        f"namespace {planned.namespace} is also where the official plugin's cluster {whose} pods: both "
+        "plugins' pods share that namespace, its resource quotas and its RBAC (Roles, RoleBindings); give "
+        "--namespace NS to put the new profiles' pods in another one"
+    )
+
+
+def _cluster_url(profile: ClusterProfileRecord) -> str:
+    setting = next((p for p in profile.properties if p.key == "kubernetes_cluster_url"), None)
+    return (setting.value or "").strip().rstrip("/") if setting is not None else ""
 
 
 def _plan_elastic(
@@ -262,6 +463,8 @@ def migrate(
     dry_run: bool,
     reuse: bool,
     suffix: str = DEFAULT_SUFFIX,
+    official_blank: OfficialBlank | None = None,
+    namespace: str | None = None,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -272,7 +475,9 @@ def migrate(
     except GoCDApiError as error:
         print(f"error: {error}", file=err)
         return 2
-    plan = plan_migration(clusters, elastics, suffix=suffix, reuse=reuse)
+    plan = plan_migration(
+        clusters, elastics, suffix=suffix, reuse=reuse, official_blank=official_blank, namespace=namespace
+    )
     if not plan:
         print(
             f"GoCD at {client.shown_url} has no cluster profiles of the official plugin "
@@ -331,8 +536,12 @@ def _carry_out(
     print(f"{head}: {status}", file=out)
     if planned.shown_keys and not planned.exists:
         print(f"{indent}    settings: {', '.join(planned.shown_keys)}", file=out)
+    if planned.namespace_note and not planned.exists:
+        print(f"{indent}    namespace: {planned.namespace_note}", file=out)
     for note in planned.left_out:
         print(f"{indent}    left out: {note}", file=out)
+    for warning in planned.warnings if not reasons and not planned.exists else ():
+        print(f"{indent}    warning: {_sentence(warning)}", file=out)
     return ready
 
 
