@@ -17,7 +17,13 @@ import yaml
 from kubernetes import client
 
 from tests.control_plane import Binaries, ControlPlane
-from tests.gocd_chart import CHART_KEYS, leaf_keys, server_pod
+from tests.gocd_chart import (
+    CHART_KEYS,
+    installs_official_plugin,
+    leaf_keys,
+    preconfigure_posts_for,
+    server_pod,
+)
 from tests.real_cluster import project_role
 from tests.real_kube_fixtures import real_kube, real_kube_binaries
 
@@ -142,3 +148,34 @@ def test_only_the_gocd_server_container_gates_the_pods_readiness_and_kubectl_def
     sidecar = containers["kubernetes-reuse-backend"]
     assert "startupProbe" in sidecar and "livenessProbe" in sidecar
     assert pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "gocd-server"
+
+
+def test_the_values_turn_off_the_charts_preconfigure_which_would_fail_without_the_official_plugin() -> None:
+    """With the chart's defaults the postStart hook posts a cluster profile of the official plugin; the
+    values replace extraEnvVars, so that plugin is not installed, the post fails and so does the hook."""
+    values = yaml.safe_load(VALUES.read_text())
+    assert not installs_official_plugin(values), "the values' env list replaces the chart's"
+    assert preconfigure_posts_for(values) == [], "no hook that needs the official plugin"
+    pod = server_pod(values)
+    [server] = [c for c in pod["spec"]["containers"] if c["name"] == "gocd-server"]
+    assert "lifecycle" not in server
+    assert "config-vol" not in {volume["name"] for volume in pod["spec"]["volumes"]}
+    without = {**values, "server": {k: v for k, v in values["server"].items() if k != "shouldPreconfigure"}}
+    assert preconfigure_posts_for(without) == ["cd.go.contrib.elasticagent.kubernetes"]
+
+
+def test_the_values_rely_on_the_charts_persistent_volume_for_the_jar() -> None:
+    """The init container copies the jar into the chart's `goserver-vol` at subPath godata: that volume
+    exists only with server.persistence.enabled (the chart's default), which the values must not turn
+    off."""
+    values = yaml.safe_load(VALUES.read_text())
+    pod = server_pod(values)
+    volumes = {volume["name"] for volume in pod["spec"]["volumes"]}
+    [init] = pod["spec"]["initContainers"]
+    for mount in init["volumeMounts"]:
+        assert mount["name"] in volumes
+    [server] = [c for c in pod["spec"]["containers"] if c["name"] == "gocd-server"]
+    godata = next(m for m in server["volumeMounts"] if m["mountPath"] == "/godata")
+    assert (godata["name"], godata["subPath"]) == ("goserver-vol", "godata")
+    off = server_pod({**values, "server": {**values["server"], "persistence": {"enabled": False}}})
+    assert "goserver-vol" not in {volume["name"] for volume in off["spec"].get("volumes", [])}
