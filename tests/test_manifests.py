@@ -6,6 +6,7 @@ Security levels that apply: the backend's containers meet "restricted"; the pod 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import urllib.parse
@@ -19,6 +20,7 @@ from kubernetes import client
 from tests.control_plane import Binaries, ControlPlane
 from tests.gocd_chart import (
     CHART_KEYS,
+    CHART_VERSION,
     installs_official_plugin,
     leaf_keys,
     preconfigure_posts_for,
@@ -179,3 +181,12 @@ def test_the_values_rely_on_the_charts_persistent_volume_for_the_jar() -> None:
     assert (godata["name"], godata["subPath"]) == ("goserver-vol", "godata")
     off = server_pod({**values, "server": {**values["server"], "persistence": {"enabled": False}}})
     assert "goserver-vol" not in {volume["name"] for volume in off["spec"].get("volumes", [])}
+
+
+def test_every_helm_upgrade_the_docs_show_pins_the_chart_version_the_values_were_checked_against() -> None:
+    texts = {path: path.read_text() for path in (ROOT / "docs" / "install.md", VALUES, ROOT / "README.md")}
+    commands = [(path.name, line) for path, text in texts.items() for line in text.splitlines()
+                if re.search(r"helm upgrade .*gocd/gocd", line)]  # fmt: skip
+    assert commands, "the guide shows the helm command"
+    for name, line in commands:
+        assert f"--version {CHART_VERSION}" in line, (name, line)
