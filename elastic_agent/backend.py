@@ -183,11 +183,12 @@ class Backend:
     def sizes(self) -> dict[str, int]:
         """How many entries each long-lived structure holds, summed over the pools: what a backend that
         runs for months must keep bounded (/metrics, and the soak benchmark, read it)."""
-        sizes: dict[str, int] = {"pools": 0, "pods_watched": 0, "records": 0}
+        sizes: dict[str, int] = {"pools": 0, "pods_watched": 0, "records": 0, "early_completions": 0}
         for pool in self.pools():
             sizes["pools"] += 1
             sizes["pods_watched"] += len(pool.port.pods())
             sizes["records"] += len(pool.records())
+            sizes["early_completions"] += pool.early_completions
             for name, count in pool.port.retained().items():
                 sizes[name] = sizes.get(name, 0) + count
             for name, count in pool.state.sizes().items():

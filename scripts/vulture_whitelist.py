@@ -35,3 +35,9 @@ seq
 
 # pytest fixtures requested by name.
 nowhere_to_connect, compacting_kube, traced
+
+# The pool's state machine (tests/test_pool_state_machine.py): rules and invariants, run by Hypothesis.
+_.which_pods_boot_slowly, _.schedule_jobs, _.cancel_waiting_job, _.evict_pod, _.pod_boot, _.backend_restart
+_.credential_change, _.first_list_arrives, _.profile_edit, _.seconds_pass, _.minutes_pass
+_.no_key_in_two_pods, _.no_job_on_two_pods, _.no_busy_pod_deleted, _.every_request_answered
+_.no_idle_pod_past_its_timeout_plus_one_ping, _.bounded_state

@@ -8,10 +8,11 @@ from typing import Any
 from elastic_agent.clock import ManualClock
 from elastic_agent.gocd.messages import JobIdentifier, cluster_profile
 from elastic_agent.pool.keys import RegistrationKeys
+from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_model import ENV_KEY
 from elastic_agent.simulation.harness import VirtualStack
 from tests.stack_helpers import reuse_profile, schedule
-from tests.virtual_helpers import run_to_idle, virtual_stack
+from tests.virtual_helpers import completed, run_to_idle, virtual_stack
 
 
 def test_the_newest_key_is_used_first_and_only_once_whatever_order_keys_come_in() -> None:
@@ -34,6 +35,17 @@ def test_keys_past_their_age_are_never_used() -> None:
     assert len(keys) == 1
     assert keys.take() == "b"
     assert keys.take() is None
+
+
+def test_a_key_goes_only_to_a_pod_that_can_register_before_the_key_expires() -> None:
+    clock = ManualClock()
+    keys = RegistrationKeys(clock)
+    keys.offer("a", clock.now())
+    clock.advance(21 * 60)
+    assert keys.usable(register_within_s=10 * 60) == 0, "21 + 10 minutes: past GoCD's 30"
+    assert keys.take(register_within_s=10 * 60) is None
+    assert keys.usable(register_within_s=2 * 60) == 1
+    assert keys.take(register_within_s=2 * 60) == "a"
 
 
 def test_a_re_offered_key_is_kept_once_and_never_shown() -> None:
@@ -101,4 +113,24 @@ def test_the_warm_pool_refills_right_after_an_assignment_not_at_the_next_ping() 
     stack.run_for(10)
     assert stack.gocd.stats.pings_sent == pings, "no ping came meanwhile"
     assert len(set(stack.pods_created) - before) == 1, "one warm pod was created for the one taken"
+
+def test_a_banked_key_goes_only_into_a_pod_that_can_register_before_the_key_expires() -> None:
+    """Found by the pool's state machine (tests/test_pool_state_machine.py): a key banked 22 minutes
+    earlier went into a warm pod whose boot took 400 s, well within auto_register_timeout (10 minutes),
+    and GoCD refused the registration for good: the key had expired at 30 minutes. A banked key goes
+    into a pod only if it outlives the time the pool gives the pod to register. (The key is banked by
+    hand: a served job's key is used at once when the warm pool is short, so it sits in the bank only
+    while the warm pool is full.)"""
+    boots = iter([5.0, 400.0])
+    stack = VirtualStack(boot_delay=lambda _pod: next(boots, 5.0))
+    profile: dict[str, Any] = reuse_profile(stack, MinIdlePods="1", IdleTimeout="60m")
+    idle_pod = run_to_idle(stack, schedule(stack, profile))
+    key = stack.gocd.issue_key(9001)  # a create-agent's key whose job another pod served
+    stack.backend.keys.offer(key, stack.clock.now())
+    stack.run_for(22 * 60)
+    assert stack.backend.keys.take(0.0) == key, "still banked: the warm pool was full"
+    stack.backend.keys.offer(key, stack.clock.now() - 22 * 60)
+    stack.kubelet.evict(idle_pod)  # the warm pool is one pod short
+    stack.run_for(15 * 60)
+    assert key not in pod_keys(stack), "22 minutes old: it would expire before a 10-minute boot ends"
     assert stack.gocd.invariant_violations() == []

@@ -106,10 +106,10 @@ class Applier:
     def _create(self, intent: Create) -> str | None:
         state = self.state
         try:
-            key = intent.key if intent.key is not None else state.keys.take()
+            settings = state.settings
+            key = intent.key if intent.key is not None else state.keys.take(settings.auto_register_timeout)
             if key is None:
                 return None  # the banked keys ran out meanwhile
-            settings = state.settings
             manifest = build_pod(
                 intent.spec.template,
                 identity=state.identity,

@@ -211,6 +211,13 @@ class ClusterPool:
     def known_pod_names(self) -> set[str]:
         return self.state.known_pod_names()
 
+    @property
+    def early_completions(self) -> int:
+        """Completions heard before the first pod list, kept until it arrives (at most
+        MAX_EARLY_COMPLETIONS)."""
+        with self.state.lock:
+            return len(self._early)
+
     def waiting_jobs(self) -> dict[str, int]:
         with self.state.lock:
             return self.state.book.waiting_counts()

@@ -1,10 +1,13 @@
 """The warm pool's bank: registration keys that create-agent brought for jobs that another pod served.
 
 A key is single-use and expires 30 minutes after GoCD issued it (a server may be configured shorter),
-so the newest key is used first and keys older than `max_age_s` are dropped. A key comes here only
-from a waiting job's entry (pool/fingerprints.py), which lets go of it as it comes, so that no key is in
-the bank and in a job's entry at once (docs/architecture.md, "Where registration keys live"). Keys live
-in memory only and are never logged or shown.
+so the newest key is used first and keys older than `max_age_s` are dropped. The agent presents its key
+only when it registers, which the pool lets come up to `auto_register_timeout` after it creates the pod,
+so a pod gets a key only if the key outlives that wait: otherwise a slow boot (an image pulled for
+minutes) ends in a registration that GoCD refuses for good. A key comes here only from a waiting job's
+entry (pool/fingerprints.py), which lets go of it as it comes, so that no key is in the bank and in a
+job's entry at once (docs/architecture.md, "Where registration keys live"). Keys live in memory only and
+are never logged or shown.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ import bisect
 import threading
 
 from elastic_agent.clock import Clock
+
+# How long GoCD's auto-register keys are valid after they are issued (gocd/gocd's
+# EphemeralAutoRegisterKeyService).
+KEY_LIFETIME_S = 30 * 60.0
 
 
 class RegistrationKeys:
@@ -32,11 +39,26 @@ class RegistrationKeys:
             bisect.insort(self._keys, (since, key))
             del self._keys[: max(0, len(self._keys) - self._capacity)]
 
-    def take(self) -> str | None:
-        """The newest key still young enough; it is removed (a key registers one agent)."""
+    def take(self, register_within_s: float = 0.0) -> str | None:
+        """The newest key still young enough, and still valid `register_within_s` from now (the time the
+        pod it goes into is given to register); it is removed (a key registers one agent)."""
         with self._lock:
             self._drop_old()
-            return self._keys.pop()[1] if self._keys else None
+            if not self._keys or self._keys[-1][0] < self._oldest_usable(register_within_s):
+                return None
+            return self._keys.pop()[1]
+
+    def usable(self, register_within_s: float = 0.0) -> int:
+        """How many keys `take(register_within_s)` would give, one after another."""
+        with self._lock:
+            self._drop_old()
+            return len(self._keys) - bisect.bisect_left(
+                self._keys, (self._oldest_usable(register_within_s), "")
+            )
+
+    def _oldest_usable(self, register_within_s: float) -> float:
+        """The earliest `since` of a key that GoCD still accepts once `register_within_s` has passed."""
+        return self._clock.now() - min(self.max_age_s, KEY_LIFETIME_S - register_within_s)
 
     def __len__(self) -> int:
         with self._lock:

@@ -36,11 +36,12 @@ def for_waiting_jobs(state: PoolState) -> Plan:
 
 
 def warm_pool(state: PoolState, now: float) -> Plan:
-    """Pods ahead of demand, with banked keys, until each fingerprint with MinIdlePods (in force at
-    `now`: a ReuseSchedule's period may want more) has that many idle or booting pods beyond its
-    waiting jobs. A superseded fingerprint gets none: its pods retire."""
+    """Pods ahead of demand, with banked keys (those that outlive the pod's auto_register_timeout: keys.py),
+    until each fingerprint with MinIdlePods (in force at `now`: a ReuseSchedule's period may want more)
+    has that many idle or booting pods beyond its waiting jobs. A superseded fingerprint gets none: its
+    pods retire."""
     view = state.indexed()
-    room, keys = state.room(view), len(state.keys)
+    room, keys = state.room(view), state.keys.usable(state.settings.auto_register_timeout)
     intents: list[Intent] = []
     for fingerprint, spec in state.book.recipes():
         wanted = spec.knobs(now).min_idle_pods

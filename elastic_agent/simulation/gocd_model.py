@@ -167,6 +167,12 @@ class SimulatedGoCD(ServerSide):
                     job.cluster_profile_properties.update(new)
             self._encoded_jobs.clear()  # pre-encoded should-assign-work members carry the old ones
 
+    def create_cluster_profile(self, properties: Mapping[str, str]) -> None:
+        """An admin creates a cluster profile: server-pings carry it from now on, whether or not a job
+        used it yet (`ElasticAgentPluginService.heartbeat` sends the configured profiles)."""
+        with self._state_lock:
+            self._cluster_profiles_seen.setdefault(tuple(sorted(properties.items())), dict(properties))
+
     def delete_cluster_profile(self, properties: Mapping[str, str]) -> None:
         """An admin deletes a cluster profile: the next server-pings no longer carry it (gocd/gocd's
         `ElasticAgentPluginService.heartbeat` sends the plugin's cluster profiles as they are then, an
@@ -186,6 +192,16 @@ class SimulatedGoCD(ServerSide):
                 raise ValueError(f"the cluster profile is still used by waiting jobs {waiting}")
             self._cluster_profiles_seen.pop(key, None)
 
+    def edit_elastic_profile(self, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+        """An admin edits an elastic agent profile: from now on every request carries the new properties,
+        the waiting and running jobs' too (GoCD reads them from its configuration at each request)."""
+        with self._state_lock:
+            for job in self._jobs.values():
+                if job.elastic_profile_properties == old:
+                    job.elastic_profile_properties.clear()
+                    job.elastic_profile_properties.update(new)
+            self._encoded_jobs.clear()  # pre-encoded should-assign-work members carry the old ones
+
     def cancel_job(self, job_id: int) -> bool:
         """Cancel a waiting job (it just stops being offered: no message) or a building one (the agent
         stops at once and job-completion follows, as for any completed job)."""
@@ -197,7 +213,7 @@ class SimulatedGoCD(ServerSide):
                 job.state = JobState.CANCELLED
                 self._unwait(job)
                 return True
-            if job.state is JobState.BUILDING:
+            if job.state is JobState.BUILDING and job.result != "Cancelled":  # cancelled once, ends once
                 job.result = "Cancelled"
                 job.ends_at = self._clock.now()
                 self._completions.push(job.ends_at, job.job_id)
@@ -461,6 +477,11 @@ class SimulatedGoCD(ServerSide):
                 if agent.can_poll and agent_id in self._agents:
                     now = self._clock.now()
                     self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=False))
+
+    def poll_now(self, agent_id: str) -> None:
+        """The agent asks for work now, between its polls (an idle agent's poll may come at any moment):
+        should-assign-work for each waiting job of its environments, the first `true` assigned."""
+        self._poll(agent_id)
 
     def _candidates(self, agent: Agent) -> list[Job]:
         """Waiting jobs of the agent's environments, in scheduling order."""
