@@ -8,11 +8,10 @@ from typing import Any
 from elastic_agent.clock import ManualClock
 from elastic_agent.gocd.messages import JobIdentifier, cluster_profile
 from elastic_agent.pool.keys import RegistrationKeys
-from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_model import ENV_KEY
 from elastic_agent.simulation.harness import VirtualStack
 from tests.stack_helpers import reuse_profile, schedule
-from tests.virtual_helpers import completed, run_to_idle, virtual_stack
+from tests.virtual_helpers import run_to_idle, virtual_stack
 
 
 def test_the_newest_key_is_used_first_and_only_once_whatever_order_keys_come_in() -> None:
