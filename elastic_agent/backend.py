@@ -165,11 +165,11 @@ class Backend:
 
     def drop_pool(self, pool: ClusterPool) -> None:
         """Forget a pool whose cluster profile is gone and whose pods are all gone (server-ping)."""
+        key = pool.identity.cluster  # the pool's key in `_pools` (cluster_label of its cluster key)
         with self._lock:
-            for key, existing in list(self._pools.items()):
-                if existing is pool:
-                    del self._pools[key]
-                    self._credentials.pop(key, None)
+            if self._pools.get(key) is pool:
+                del self._pools[key]
+                self._credentials.pop(key, None)
         pool.stop(deadline=0.0)  # nothing is left to write
         log.info(
             "stopped watching namespace %s: its cluster profile is gone, and so are its pods",

@@ -97,7 +97,6 @@ def _wind_down_orphaned_pools(
             )
             continue
         if pool.is_empty():
-            backend.report_cluster_ok(cluster)
             for what in CALL_KINDS:
                 backend.report_cluster_ok(cluster, what)
             backend.drop_pool(pool)

@@ -261,7 +261,7 @@ class ClusterPool:
             if spec.wants_warm_pods:
                 # The pod taken leaves the warm pool short, and the job's key is banked now: refill at once,
                 # after the answer, rather than at the next ping.
-                self._background.submit("topping up the warm pool after an assignment", self._refill)
+                self._background.submit("topping up the warm pool after an assignment", self.top_up_warm_pool)
         return assigned
 
     def job_completed(self, agent_id: str, job: JobIdentifier, spec: JobSpec | None, gocd: GoCDServer) -> str:
@@ -280,9 +280,6 @@ class ClusterPool:
                                     lambda: self._carry_out(plan, gocd))  # fmt: skip
         return plan.message
 
-    def _refill(self) -> None:
-        self.top_up_warm_pool()
-
     def _carry_out(self, plan: Plan, gocd: GoCDServer) -> None:
         self.applier.carry_out(plan, gocd)
 
@@ -291,16 +288,7 @@ class ClusterPool:
         for (a change made since is newer than the list)."""
         if not self.synced:
             return Done()
-        now = self.clock.now()
-        self.state.forget_deleted()
-        with self.state.lock:
-            repairs = reaping.what_gocd_says(self.state, agents, now, listed_at)
-            self.applier.commit(repairs, now)
-            retirements = reaping.retirements(self.state, agents, now)
-            self.applier.commit(retirements, now)
-            records = self.state.records()
-            self.state.forget_waiting(now, {r.fingerprint for r in records if r.fingerprint})
-        done = self.applier.carry_out(repairs + retirements, gocd)
+        done = self._reap(agents, gocd, listed_at, lambda now: reaping.retirements(self.state, agents, now))
         done.created += self.serve_waiting_jobs()
         done.created += self.top_up_warm_pool()
         self.requeue_unwritten()
@@ -313,16 +301,25 @@ class ClusterPool:
         cluster now."""
         if not self.synced:
             return Done()
+        done = self._reap(agents, gocd, listed_at, lambda _now: reaping.orphaned(self.state))
+        self.requeue_unwritten()
+        return done
+
+    def _reap(
+        self, agents: Mapping[str, Agent], gocd: GoCDServer, listed_at: int, retire: Callable[[float], Plan]
+    ) -> Done:
+        """GoCD's list repairs states, then `retire(now)` chooses what goes, on the repaired states (two
+        plans, each committed before the next reads the state); the calls are made after the lock."""
         now = self.clock.now()
         self.state.forget_deleted()
         with self.state.lock:
             repairs = reaping.what_gocd_says(self.state, agents, now, listed_at)
             self.applier.commit(repairs, now)
-            retirements = reaping.orphaned(self.state)
+            retirements = retire(now)
             self.applier.commit(retirements, now)
-        done = self.applier.carry_out(repairs + retirements, gocd)
-        self.requeue_unwritten()
-        return done
+            records = self.state.records()
+            self.state.forget_waiting(now, {r.fingerprint for r in records if r.fingerprint})
+        return self.applier.carry_out(repairs + retirements, gocd)
 
     def is_empty(self) -> bool:
         """No pod left, none being created, nothing unwritten: the pool can go."""
