@@ -124,14 +124,16 @@ class Backend:
         with self._lock:
             pool = self._pools.get(key)
             reconnect = pool is not None and self._credentials.get(key) != credentials
-            if pool is not None:
-                self._credentials[key] = credentials
         if pool is None:
             return None
         if pool.settings_object is not profile:  # nearly always the same object: profiles are cached
             pool.update_settings(profile)
         if reconnect:
+            # Taken as the pool's credentials only once a port is made of them: credentials that cannot
+            # be used are tried (and reported) again at the next request, not forgotten after one.
             pool.replace_port(self.cluster_factory(profile, pool.identity, self.clock))
+            with self._lock:
+                self._credentials[key] = credentials
         return pool
 
     def _connect(self, profile: ClusterProfile, server_id: str) -> ClusterPool:

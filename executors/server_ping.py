@@ -11,6 +11,7 @@ from elastic_agent.kube.port import ClusterError, Forbidden
 from elastic_agent.pool.agents_without_pods import agents_without_pods
 from elastic_agent.pool.applier import remove_agents
 from elastic_agent.pool.cluster_pool import ClusterPool
+from elastic_agent.pool.pods import cluster_label
 from executors.base import RequestContext, Response
 from profiles.cluster import ClusterProfile
 from profiles.errors import ProfileError
@@ -33,7 +34,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
     agents = {agent.agent_id: agent for agent in gocd.list_agents()}
     every_cluster_seen = True
     every_profile_read = True
-    pinged: set[ClusterPool] = set()
+    named: set[str] = set()  # the clusters the ping names (pool keys), whether or not they answer
     for index, properties in enumerate(request.cluster_profiles):
         try:
             cluster = cluster_profile(properties)
@@ -44,9 +45,9 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             every_cluster_seen = every_profile_read = False
             continue
         backend.health.resolved(f"profile:{index}")
+        named.add(cluster_label(cluster.cluster_key))
         try:
             pool = backend.pool(cluster, gocd)
-            pinged.add(pool)
             problem = pool.sync_problem()
             if problem is not None:
                 raise problem
@@ -57,7 +58,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             every_cluster_seen = False
             backend.report_cluster_problem(cluster, _unreachable(cluster, error))
     if every_profile_read:  # an unreadable profile may be the one an unpinged pool belongs to
-        _wind_down_orphaned_pools(ctx, pinged, agents, marks)
+        _wind_down_orphaned_pools(ctx, named, agents, marks)
     if every_cluster_seen and all(pool.synced for pool in backend.pools()):
         _remove_agents_without_pods(ctx, agents)
     backend.report_template_problems()
@@ -72,17 +73,18 @@ def _unreachable(cluster: ClusterProfile, error: ClusterError) -> str:
 
 def _wind_down_orphaned_pools(
     ctx: RequestContext,
-    pinged: set[ClusterPool],
+    named: set[str],
     agents: Mapping[str, Agent],
     marks: Mapping[ClusterPool, int],
 ) -> None:
     """Pools whose cluster profile the ping no longer carries (GoCD's `ElasticAgentPluginService.heartbeat`
     sends every cluster profile of the plugin, an empty list when none is left): their pods retire with
-    their agents, and the pool goes once it has none."""
+    their agents, and the pool goes once it has none. A pool is orphaned by its cluster's absence from
+    the ping, not by a failure to reach it: new credentials that cannot connect leave the pool as it is."""
     backend = ctx.backend
     gocd = ctx.gocd()
     for pool in backend.pools():
-        if pool in pinged:
+        if pool.identity.cluster in named:
             continue
         cluster = pool.settings
         try:

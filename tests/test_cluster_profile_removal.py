@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from elastic_agent.clock import Clock
+from elastic_agent.kube.connect import ConnectError
+from elastic_agent.kube.port import ClusterPort
+from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.simulation.harness import VirtualStack
+from profiles.cluster import ClusterProfile
 from tests.stack_helpers import pod_names, reuse_profile, schedule, state
 from tests.virtual_helpers import assigned, completed, run_to_idle, virtual_stack
 
@@ -119,3 +124,31 @@ def test_after_a_restart_agents_of_unwatched_pods_are_kept_and_named_until_gocd_
     one_ping(stack)
     assert pod not in health(stack)
     assert wrong == []
+
+
+def test_new_credentials_that_cannot_connect_retire_nothing() -> None:
+    """The ping names the pool's cluster, but its new credentials cannot be used (here the in-cluster
+    token file is missing: `kube.connect` raises ConnectError): that is a problem to report, not a
+    deleted profile, so no pod retires and the pool keeps serving with the connection it has."""
+    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    profile = reuse_profile(stack, IdleTimeout="60m")
+    idle = run_to_idle(stack, schedule(stack, profile, duration=10))
+    backend = stack.backend
+    working = backend.cluster_factory
+
+    def factory(cluster: ClusterProfile, identity: PodIdentity, clock: Clock) -> ClusterPort:
+        if cluster.security_token == "rotated":
+            raise ConnectError("the service-account token: /var/run/secrets/token does not exist")
+        return working(cluster, identity, clock)
+
+    backend.cluster_factory = factory
+    rotated = stack.cluster_profile(security_token="rotated")
+    stack.gocd.edit_cluster_profile(stack.cluster_profile(), rotated)
+    for _ in range(2):
+        one_ping(stack)
+    stack.run_for(30)
+    assert idle in pod_names(stack) and idle in agent_ids(stack), "nothing retired"
+    assert state(stack, idle) == "idle"
+    assert "does not exist" in health(stack)
+    job = completed(stack, schedule(stack, profile, cluster=stack.cluster_profile(), duration=10))
+    assert job.agent_id == idle, "the pool goes on with the connection it has"
