@@ -4,14 +4,16 @@ Requests carry profile properties, not profile ids, so a cluster is found by whe
 namespace. The GoCD server id (needed in every pod's labels) is asked once and kept; after that a pool
 is connected without waiting on the network (its pod list comes in the background: cluster_pool.py).
 
-Locking: `_lock` guards `_pools`, `_credentials` and `_server_id`; it is never held while a cluster is
-connected or GoCD is asked, and never taken inside a pool's lock.
+Locking: `_lock` guards `_pools`, `_credentials`, `_replaced` and `_server_id`; it is never held while a
+cluster is connected or GoCD is asked, and never taken inside a pool's lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -34,6 +36,7 @@ from profiles.cluster import ClusterProfile
 log = logging.getLogger(__name__)
 
 ClusterFactory = Callable[[ClusterProfile, PodIdentity, Clock], ClusterPort]
+REPLACED_KEPT = 8  # credential digests a pool remembers having left (only digests: no secret is kept)
 
 
 @dataclass
@@ -51,7 +54,8 @@ class Backend:
     background: Background = field(init=False)  # the backend's own queue: connecting pools
     job_specs: JobSpecs = field(init=False)
     _pools: dict[str, ClusterPool] = field(default_factory=dict)
-    _credentials: dict[str, str] = field(default_factory=dict)
+    _credentials: dict[str, str] = field(default_factory=dict)  # pool key -> digest of those in use
+    _replaced: dict[str, deque[str]] = field(default_factory=dict)  # pool key -> digests it has left
     _server_id: str | None = None
     _template_problems: set[str] = field(default_factory=set)  # health keys; the ping's thread only
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -84,11 +88,15 @@ class Backend:
                 self._server_id = info.server_id
             return self._server_id
 
-    def pool(self, profile: ClusterProfile, gocd: GoCDServer) -> ClusterPool:
+    def pool(self, profile: ClusterProfile, gocd: GoCDServer, *, current: bool = False) -> ClusterPool:
         """The pool of the profile's cluster, connected on first use (which asks GoCD for its server id
         once per process); new settings and new credentials are taken over by the pool that exists,
-        with its state. The pool's first pod list may still be on its way."""
-        pool = self._existing(profile)
+        with its state. The pool's first pod list may still be on its way.
+
+        `current`: the profile is the one GoCD's configuration holds now (server-ping). The other
+        requests carry the profile their job was scheduled with, which may be older: their credentials
+        replace the pool's only if the pool never used them before (`_existing`)."""
+        pool = self._existing(profile, current)
         if pool is not None:
             return pool
         return self._connect(profile, self.server_id(gocd))
@@ -102,7 +110,7 @@ class Backend:
         """`pool`, for the requests that never wait on the network: None when the pool would need GoCD's
         server id first (the first request of the process); it is then connected in the background,
         and `then(pool)` is called there."""
-        pool = self._existing(profile)
+        pool = self._existing(profile, current=False)
         if pool is not None:
             return pool
         with self._lock:
@@ -118,12 +126,20 @@ class Backend:
         self.background.submit("connecting a cluster after asking GoCD for its server id", connect)
         return None
 
-    def _existing(self, profile: ClusterProfile) -> ClusterPool | None:
+    def _existing(self, profile: ClusterProfile, current: bool) -> ClusterPool | None:
         key = cluster_label(profile.cluster_key)
         credentials = profile.credentials_digest
         with self._lock:
             pool = self._pools.get(key)
-            reconnect = pool is not None and self._credentials.get(key) != credentials
+            # GoCD sends a job's requests with the profiles it was scheduled with and server-ping with
+            # today's: after an edit both come, interleaved, for as long as old jobs wait or run. Going
+            # back to credentials the pool has left would reconnect at every such request (and to a
+            # token that may be revoked); only the ping may bring back old ones.
+            reconnect = (
+                pool is not None
+                and self._credentials.get(key) != credentials
+                and (current or credentials not in self._replaced.get(key, ()))
+            )
         if pool is None:
             return None
         if pool.settings_object is not profile:  # nearly always the same object: profiles are cached
@@ -133,6 +149,12 @@ class Backend:
             # be used are tried (and reported) again at the next request, not forgotten after one.
             pool.replace_port(self.cluster_factory(profile, pool.identity, self.clock))
             with self._lock:
+                replaced = self._replaced.setdefault(key, deque(maxlen=REPLACED_KEPT))
+                left = self._credentials.get(key)
+                if left is not None and left != credentials:
+                    replaced.append(left)
+                with contextlib.suppress(ValueError):
+                    replaced.remove(credentials)
                 self._credentials[key] = credentials
         return pool
 
@@ -172,6 +194,7 @@ class Backend:
             if self._pools.get(key) is pool:
                 del self._pools[key]
                 self._credentials.pop(key, None)
+                self._replaced.pop(key, None)
         pool.stop(deadline=0.0)  # nothing is left to write
         log.info(
             "stopped watching namespace %s: its cluster profile is gone, and so are its pods",

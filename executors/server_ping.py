@@ -47,7 +47,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
         backend.health.resolved(f"profile:{index}")
         named.add(cluster_label(cluster.cluster_key))
         try:
-            pool = backend.pool(cluster, gocd)
+            pool = backend.pool(cluster, gocd, current=True)  # the ping's profiles are today's
             problem = pool.sync_problem()
             if problem is not None:
                 raise problem

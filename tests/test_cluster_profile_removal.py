@@ -152,3 +152,34 @@ def test_new_credentials_that_cannot_connect_retire_nothing() -> None:
     assert "does not exist" in health(stack)
     job = completed(stack, schedule(stack, profile, cluster=stack.cluster_profile(), duration=10))
     assert job.agent_id == idle, "the pool goes on with the connection it has"
+
+
+def test_jobs_scheduled_before_a_credential_edit_do_not_switch_the_pool_back_to_the_old_credentials() -> None:
+    """GoCD sends a job's requests with the profiles it was scheduled with (the simulated GoCD's
+    `edit_cluster_profile` names the gocd/gocd code) and the pings with the profiles as they are now:
+    after an edit the backend hears both. The ping's are the current ones; a job's older credentials
+    are served by the pool as it is, not connected again at every request of an old job."""
+    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    profile = reuse_profile(stack, IdleTimeout="60m")
+    idle = run_to_idle(stack, schedule(stack, profile, duration=10))
+    old_job = assigned(stack, schedule(stack, profile, duration=600, name="long"))
+    backend = stack.backend
+    working = backend.cluster_factory
+    connected: list[str | None] = []
+
+    def factory(cluster: ClusterProfile, identity: PodIdentity, clock: Clock) -> ClusterPort:
+        connected.append(cluster.security_token)
+        return working(cluster, identity, clock)
+
+    backend.cluster_factory = factory
+    another = schedule(stack, profile, duration=10, name="another")  # scheduled with the old ones too
+    new = stack.cluster_profile(security_token="edited")
+    stack.gocd.edit_cluster_profile(stack.cluster_profile(), new)
+    one_ping(stack)
+    done = completed(stack, old_job, within_s=900)
+    for _ in range(3):
+        one_ping(stack)
+    assert completed(stack, another).completed_at and done.completed_at
+    assert connected == ["edited"], "connected once, to the ping's credentials"
+    assert idle in pod_names(stack)
+    assert stack.gocd.invariant_violations() == []

@@ -155,17 +155,16 @@ class SimulatedGoCD(ServerSide):
             return job
 
     def edit_cluster_profile(self, old: Mapping[str, str], new: Mapping[str, str]) -> None:
-        """An admin edits a cluster profile: from now on every request carries the new properties, the
-        waiting and running jobs' too (GoCD reads them from its configuration at each request)."""
-        old_key = tuple(sorted(old.items()))
+        """An admin edits a cluster profile: server-pings carry the new properties from now on, and so do
+        the jobs scheduled from now on. A job already scheduled keeps the profiles it was scheduled with,
+        waiting or running, in every request about it: gocd/gocd stores them with the job
+        (`JobInstanceSqlMapDao.save` writes a `JobAgentMetadata`; `loadJobPlanAssociatedEntities` reads
+        it back into the plan) and `ElasticAgentPluginService.createAgentsFor`, `shouldAssignWork`
+        (from `BuildAssignmentService`) and `jobCompleted` send the plan's copies. So for a while the
+        plugin hears both: old credentials for old jobs, new ones in the pings."""
         with self._state_lock:
-            self._cluster_profiles_seen.pop(old_key, None)
+            self._cluster_profiles_seen.pop(tuple(sorted(old.items())), None)
             self._cluster_profiles_seen[tuple(sorted(new.items()))] = dict(new)
-            for job in self._jobs.values():
-                if tuple(sorted(job.cluster_profile_properties.items())) == old_key:
-                    job.cluster_profile_properties.clear()
-                    job.cluster_profile_properties.update(new)
-            self._encoded_jobs.clear()  # pre-encoded should-assign-work members carry the old ones
 
     def create_cluster_profile(self, properties: Mapping[str, str]) -> None:
         """An admin creates a cluster profile: server-pings carry it from now on, whether or not a job
@@ -191,16 +190,6 @@ class SimulatedGoCD(ServerSide):
             if waiting:
                 raise ValueError(f"the cluster profile is still used by waiting jobs {waiting}")
             self._cluster_profiles_seen.pop(key, None)
-
-    def edit_elastic_profile(self, old: Mapping[str, str], new: Mapping[str, str]) -> None:
-        """An admin edits an elastic agent profile: from now on every request carries the new properties,
-        the waiting and running jobs' too (GoCD reads them from its configuration at each request)."""
-        with self._state_lock:
-            for job in self._jobs.values():
-                if job.elastic_profile_properties == old:
-                    job.elastic_profile_properties.clear()
-                    job.elastic_profile_properties.update(new)
-            self._encoded_jobs.clear()  # pre-encoded should-assign-work members carry the old ones
 
     def cancel_job(self, job_id: int) -> bool:
         """Cancel a waiting job (it just stops being offered: no message) or a building one (the agent
