@@ -321,10 +321,12 @@ class FakeKubeApi:
 
 def _client_gone(connection: socket.socket | None) -> Callable[[], bool]:
     """Whether the client of a watch has closed its end of `connection` (werkzeug's socket of the
-    request; None: never). kube-apiserver ends such a watch at once, since its HTTP server reads every
-    connection in the background; werkzeug notices only when it next writes, so that a watch left by
-    its client would hold a server thread for the rest of its timeout while nothing changes, and a
-    client that connects again and again would pile such threads up."""
+    request; None: never). kube-apiserver ends such a watch at once: `WatchServer.HandleHTTP`
+    (k8s.io/apiserver v0.36.3, pkg/endpoints/handlers/watch.go) returns on `req.Context().Done()`, which
+    Go's net/http closes when its background read of the connection sees the client go
+    (net/http/server.go, `connReader.backgroundRead`). werkzeug notices only when it next writes, so a
+    watch left by its client would hold a server thread for the rest of its timeout while nothing
+    changes, and a client that connects again and again would pile such threads up."""
 
     def gone() -> bool:
         if connection is None:

@@ -177,8 +177,10 @@ class SimulatedGoCD(ServerSide):
         `ElasticAgentPluginService.heartbeat` sends the plugin's cluster profiles as they are then, an
         empty list when none is left). Jobs already assigned keep the properties their plan was
         scheduled with, which job-completion sends (`ElasticAgentPluginService.jobCompleted` reads
-        `job.getPlan().getClusterProfile()`). GoCD refuses to delete a profile that elastic profiles
-        still use, so no job waiting for an agent can name it: refused here likewise."""
+        `job.getPlan().getClusterProfile()`). GoCD refuses to delete a cluster profile that elastic
+        profiles use (`DeleteClusterProfileCommand.isValid`), and an elastic profile that pipelines use;
+        a job still waiting for an agent of a deleted profile needs its pipeline edited after it was
+        scheduled (it keeps its stored profiles). That case is not modelled: refused here."""
         key = tuple(sorted(properties.items()))
         with self._state_lock:
             waiting = [
