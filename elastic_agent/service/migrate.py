@@ -13,8 +13,8 @@ official plugin until their elastic profile ids are switched to the new ones.
 - Each new profile is checked with this plugin's own validation first (plain values only: encrypted ones
   cannot be read), and one that GoCD would refuse is reported, not sent. Settings this plugin does not have
   are reported and left out.
-- Namespaces keep their meaning. The official plugin reads a blank namespace as the GoCD server pod's
-  own (see `OfficialBlank`); this plugin reads it as `default`. So every new cluster profile gets its
+- Namespaces keep their meaning (migrate_namespaces.py). The official plugin reads a blank namespace as
+  the GoCD server pod's own; this plugin reads it as `default`. So every new cluster profile gets its
   namespace written out: the old one, the GoCD server's for a blank one (`--server-namespace`, else this
   pod's service account), or `--namespace`. A blank one that cannot be resolved is reported, not
   migrated. A new profile whose pods would share a namespace with the official plugin's is warned about.
@@ -44,9 +44,16 @@ from elastic_agent.gocd.rest_api import (
     Property,
 )
 from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
+from elastic_agent.service.migrate_namespaces import (
+    OfficialBlank,
+    choose_namespace,
+    namespace_option,
+    official_blank,
+    old_namespace,
+    shared_warning,
+)
 from profiles.fields import CLUSTER_FIELDS, ELASTIC_FIELDS, Field
 from profiles.validation import validate_cluster_profile, validate_elastic_profile
-from profiles.values import dns_label
 
 OFFICIAL_PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes"
 DEFAULT_SUFFIX = "-reuse"
@@ -57,7 +64,6 @@ _MAX_ID_LENGTH = 255
 # `Config.autoConfigure` (`tryNamespaceFromPath`) reads the official plugin's default namespace from.
 # Read at call time, so that tests can point it elsewhere.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-NAMESPACE_KEY = "namespace"
 
 
 DESCRIPTION = (
@@ -103,8 +109,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         server = server_url(args.server)
         suffix = _suffix(args.suffix)
-        server_namespace = _namespace_option("--server-namespace", args.server_namespace)
-        namespace = _namespace_option("--namespace", args.namespace)
+        server_namespace = namespace_option("--server-namespace", args.server_namespace)
+        namespace = namespace_option("--namespace", args.namespace)
         token = read_token(args.token_file)
     except UsageError as error:
         print(f"error: {error}", file=err)
@@ -134,58 +140,6 @@ def _suffix(text: str) -> str:
             f"and not empty; the default is {DEFAULT_SUFFIX}"
         )
     return text
-
-
-def _namespace_option(option: str, text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        return dns_label(text)
-    except ValueError as error:
-        raise UsageError(f"{option}: {error}") from None
-
-
-@dataclass(frozen=True)
-class OfficialBlank:
-    """What a blank namespace in the official plugin's cluster profile stands for.
-
-    The official plugin (gocd/kubernetes-elastic-agents, `KubernetesClientFactory.createClientFor`) starts
-    from fabric8's `Config.autoConfigure(null)` and sets the namespace only when the profile's is not
-    blank (`PluginSettings.getNamespace` gives null for a blank one). Inside the GoCD server's pod,
-    autoConfigure takes the namespace of the pod's service account: the GoCD server's own namespace.
-    This plugin would read the same blank as `default`, so the name is found out here and written in.
-    """
-
-    name: str | None  # None: not known here
-    source: str = ""  # where the name comes from, as the plan says it
-    unknown_because: str = ""  # why it is not known, when it is not
-
-    def meaning(self) -> str:
-        text = "blank in the old profile, which the official plugin reads as the GoCD server's namespace"
-        return f"{text}: {self.name} ({self.source})" if self.name else text
-
-
-def official_blank(server_namespace: str | None, namespace_file: Path) -> OfficialBlank:
-    """`--server-namespace` when given. Else, inside a pod, its service account's namespace: the GoCD
-    server's when the command runs in the GoCD server's pod (the backend's sidecar shares its service
-    account), as the install guide runs it. Anywhere else the name cannot be known: outside a pod,
-    fabric8 would fall back to the GoCD server's environment or kubeconfig, which are not this one's."""
-    if server_namespace is not None:
-        return OfficialBlank(server_namespace, "from --server-namespace")
-    try:
-        text = namespace_file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return OfficialBlank(
-            None, unknown_because=f"this command is not running inside a pod (no {namespace_file})"
-        )
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or "not text"
-        return OfficialBlank(None, unknown_because=f"this pod's {namespace_file} cannot be read: {reason}")
-    try:
-        name = dns_label(text)
-    except ValueError:
-        return OfficialBlank(None, unknown_because=f"this pod's {namespace_file} holds no namespace name")
-    return OfficialBlank(name, f"from this pod's service account, {namespace_file}")
 
 
 # --- the plan ----------------------------------------------------------------------------------------
@@ -236,11 +190,13 @@ def plan_migration(
     cluster_by_id = {c.id: c for c in clusters}
     elastic_by_id = {e.id: e for e in elastics}
     official = [c for c in clusters if c.plugin_id == OFFICIAL_PLUGIN_ID]
-    old_namespaces = {c.id: _old_namespace(c, blank) for c in official}
+    old_namespaces = {c.id: old_namespace(c, blank) for c in official}
     plan = []
     for old in official:
         planned = _plan_cluster(old, cluster_by_id, suffix, old_namespaces[old.id], blank, namespace)
-        _warn_if_shared(planned, old, official, old_namespaces)
+        if planned.namespace is not None and not planned.problems:
+            warning = shared_warning(planned.namespace, old, official, old_namespaces)
+            planned.warnings += [warning] if warning else []
         for old_elastic in elastics:
             if old_elastic.cluster_profile_id == old.id:
                 planned.elastic.append(
@@ -259,8 +215,10 @@ def _plan_cluster(
     namespace: str | None,
 ) -> Planned:
     planned = Planned(CLUSTER, old.id, old.id + suffix)
-    source = _with_namespace(planned, old, old_namespace, blank, namespace)
-    properties = _carry_over(planned, CLUSTER_FIELDS, source, validate_cluster_profile)
+    choice = choose_namespace(old, old_namespace, blank, namespace)
+    planned.namespace, planned.namespace_note = choice.namespace, choice.note
+    planned.problems += [choice.problem] if choice.problem else []
+    properties = _carry_over(planned, CLUSTER_FIELDS, choice.properties, validate_cluster_profile)
     _check_new_id(planned)
     existing = cluster_by_id.get(planned.new_id)
     if existing is not None:
@@ -273,105 +231,6 @@ def _plan_cluster(
             )
     planned.record = ClusterProfileRecord(planned.new_id, PLUGIN_ID, properties)
     return planned
-
-
-def _namespace_setting(old: ClusterProfileRecord) -> Property | None:
-    return next((p for p in old.properties if p.key == NAMESPACE_KEY), None)
-
-
-def _is_blank(setting: Property | None) -> bool:
-    """Blank as the official plugin's `PluginSettings.getOrDefault` has it: absent, empty or spaces."""
-    return setting is None or (not setting.encrypted and not (setting.value or "").strip())
-
-
-def _old_namespace(old: ClusterProfileRecord, blank: OfficialBlank) -> str | None:
-    """The namespace the official plugin really puts this profile's pods in; None when not known here."""
-    setting = _namespace_setting(old)
-    if _is_blank(setting):
-        return blank.name
-    if setting is None or setting.encrypted or setting.value is None:
-        return None  # an encrypted namespace cannot be read (and is reported by _carry_over)
-    return setting.value.strip()
-
-
-def _with_namespace(
-    planned: Planned,
-    old: ClusterProfileRecord,
-    old_namespace: str | None,
-    blank: OfficialBlank,
-    namespace: str | None,
-) -> tuple[Property, ...]:
-    """The old settings, with the namespace the new profile must say: the old profile's pods' one, or
-    `--namespace`. It is written out whenever the old one was blank, since a blank means `default` to
-    this plugin and the GoCD server's namespace to the official one."""
-    setting = _namespace_setting(old)
-    was_blank = _is_blank(setting)
-    if namespace is not None:
-        if not was_blank:
-            before = (
-                f"{old_namespace} in the old profile" if old_namespace else "encrypted in the old profile"
-            )
-        elif blank.name:
-            before = blank.meaning()
-        else:
-            unknown = "not known here (give --server-namespace to check that the new pods do not share it)"
-            before = f"{blank.meaning()}, {unknown}"
-        planned.namespace = namespace
-        planned.namespace_note = f"{namespace} (from --namespace); {before}"
-    elif was_blank:
-        if blank.name is None:
-            planned.problems.append(
-                "its namespace is blank, which the official plugin reads as the GoCD server's own namespace "
-                "(this plugin would read it as 'default'), and that is not known here: "
-                f"{blank.unknown_because}; give --server-namespace NS, the namespace the GoCD server runs in "
-                "(or --namespace NS)"
-            )
-            return old.properties
-        planned.namespace = blank.name
-        planned.namespace_note = f"{blank.meaning()}; written out in the new profile"
-    else:
-        planned.namespace = old_namespace
-        if old_namespace is not None:
-            planned.namespace_note = f"{old_namespace}, as in the old profile"
-        return old.properties
-    written = Property(NAMESPACE_KEY, planned.namespace)
-    if setting is None:
-        return (*old.properties, written)
-    return tuple(written if p.key == NAMESPACE_KEY else p for p in old.properties)
-
-
-def _warn_if_shared(
-    planned: Planned,
-    old: ClusterProfileRecord,
-    official: Sequence[ClusterProfileRecord],
-    old_namespaces: dict[str, str | None],
-) -> None:
-    """A warning when the new profile's pods would go where one of the official plugin's profiles puts
-    its pods. Profiles naming two different Kubernetes API URLs are on two clusters and share nothing; a
-    blank URL may be either, so it counts as the same."""
-    if planned.namespace is None or planned.problems:
-        return
-    url = _cluster_url(old)
-    sharing = [
-        other.id
-        for other in official
-        if old_namespaces[other.id] == planned.namespace
-        and (not url or not _cluster_url(other) or _cluster_url(other) == url)
-    ]
-    if not sharing:
-        return
-    names = ", ".join(f"'{s}'" for s in sharing)
-    whose = f"profile {names} puts its" if len(sharing) == 1 else f"profiles {names} put their"
-    planned.warnings.append(
-        f"namespace {planned.namespace} is also where the official plugin's cluster {whose} pods: both "
-        "plugins' pods share that namespace, its resource quotas and its RBAC (Roles, RoleBindings); give "
-        "--namespace NS to put the new profiles' pods in another one"
-    )
-
-
-def _cluster_url(profile: ClusterProfileRecord) -> str:
-    setting = next((p for p in profile.properties if p.key == "kubernetes_cluster_url"), None)
-    return (setting.value or "").strip().rstrip("/") if setting is not None else ""
 
 
 def _plan_elastic(
