@@ -1,4 +1,4 @@
-"""Command line: `python -m elastic_agent serve|probe|migrate-profiles|trace|demo|advise`.
+"""Command line: `python -m elastic_agent serve|probe|migrate-profiles|trace|merge-helm-values|demo|advise`.
 
 The one module that knows every command, so it sits above every layer (the layers contract in
 pyproject.toml): the service wires its own commands (`service/cli.py`), the advisor its own

@@ -14,8 +14,12 @@ _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 # The kubernetes client's last response, dropped when the client is closed (kube/connect.py).
 _.last_response
 
-# Flask routes, registered by decorator.
+# Flask routes and hooks, registered by decorator (the fake GoCD admin API: tests/gocd_admin_api.py).
 healthz, livez, readyz, metrics_page
+gate, plugin_info, pipeline_groups, create_pipeline
+
+# PyYAML's Dumper hook, overridden in elastic_agent/service/helm_values.py: read by PyYAML.
+_.ignore_aliases
 
 # waitress's hooks, overridden in elastic_agent/service/wsgi.py (the body limit): read by waitress.
 _.to_response, _.parser_class, _.channel_class

@@ -5,7 +5,8 @@ template by hand, following gocd/helm-chart at chart version 2.18.0 (appVersion 
 defaults of gocd/values.yaml for what a values file leaves out, merged as Helm merges values (maps key by
 key, lists replaced whole). The line numbers in the comments are that template's. It covers the keys the
 project's values use (`CHART_KEYS`) and every branch those keys reach: the conditional volumes and mounts,
-the postStart hook of `shouldPreconfigure`, the probes.
+the postStart hook of `shouldPreconfigure`, the probes. `access_objects` renders the chart's
+ServiceAccount, ClusterRole and ClusterRoleBinding the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ CHART_KEYS = {
     "serviceAccount.name",
     "server.annotations.pod",
     "server.shouldPreconfigure",
+    "server.preconfigureCommand",
     "server.terminationGracePeriodSeconds",
     "server.env.extraEnvVars",
     "server.env.goServerJvmOpts",
@@ -36,6 +38,7 @@ CHART_KEYS = {
 
 # gocd/values.yaml of chart 2.18.0: the defaults of the keys the template below reads.
 DEFAULTS: dict[str, Any] = {
+    "rbac": {"create": True, "roleRef": None, "extraRules": []},
     "serviceAccount": {"create": True, "name": None, "automountServiceAccountToken": True},
     "server": {
         "annotations": {"deployment": None, "pod": None},
@@ -95,6 +98,45 @@ def leaf_keys(values: dict[str, Any], prefix: str = "") -> set[str]:
         else:
             keys.add(path)
     return keys
+
+
+def service_account_name(values: dict[str, Any]) -> str:
+    """gocd/templates/_helpers.tpl, "gocd.serviceAccountName": the name given, else the chart's
+    fullname when the chart creates the account, else the namespace's `default`."""
+    account = merged(DEFAULTS, values)["serviceAccount"]
+    return str(account.get("name") or (RELEASE if account["create"] else "default"))
+
+
+def access_objects(values: dict[str, Any], namespace: str = "gocd") -> list[dict[str, Any]]:
+    """The ServiceAccount, ClusterRole and ClusterRoleBinding the chart creates in release namespace
+    `namespace` (gocd/templates/gocd-service-account.yaml, gocd-cluster-role.yaml lines 1 and 11-23,
+    gocd-cluster-role-binding.yaml), without the chart's own labels: the official plugin's access, which
+    the server's pod holds through its service account."""
+    everything = merged(DEFAULTS, values)
+    rbac, account = everything["rbac"], everything["serviceAccount"]
+    name = service_account_name(values)
+    objects: list[dict[str, Any]] = []
+    if account["create"]:
+        objects.append({"apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": name, "namespace": namespace}})  # fmt: skip
+    if rbac["create"] and not rbac["roleRef"]:
+        rules = [
+            {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["*"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+            *(rbac["extraRules"] or []),
+        ]
+        objects.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                        "metadata": {"name": RELEASE}, "rules": rules})  # fmt: skip
+    if rbac["create"]:
+        objects.append({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": RELEASE},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": rbac["roleRef"] or RELEASE},
+        })  # fmt: skip
+    return objects
 
 
 def server_pod(values: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +200,7 @@ def server_pod(values: dict[str, Any]) -> dict[str, Any]:
         "securityContext": {
             key: security[key] for key in ("runAsUser", "runAsGroup", "fsGroup", "fsGroupChangePolicy")
         },
-        "serviceAccountName": service_account.get("name") or RELEASE,
+        "serviceAccountName": service_account_name(values),
         "automountServiceAccountToken": service_account["automountServiceAccountToken"],
         "containers": [*(server.get("sidecarContainers") or []), server_container],
         "restartPolicy": server["restartPolicy"],
@@ -179,17 +221,14 @@ def server_pod(values: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def preconfigure_posts_for(values: dict[str, Any]) -> list[str]:
-    """The plugin ids whose cluster profile the chart's postStart hook posts, with `set -e` and
-    `curl --fail` (gocd/templates/gocd-server-configmap.yaml lines 23 and 37-49: the official plugin's
-    `cd.go.contrib.elasticagent.kubernetes`): a failed post fails the hook, and Kubernetes kills and
-    restarts a container whose postStart hook fails. Empty when the hook does not run."""
+def charts_script_runs(values: dict[str, Any]) -> bool:
+    """Whether the postStart hook runs the chart's own script, which posts a cluster profile of the
+    official plugin `cd.go.contrib.elasticagent.kubernetes` with `set -e` and `curl --fail`
+    (gocd/templates/gocd-server-configmap.yaml lines 23 and 37-49): without that plugin the post fails,
+    the hook fails, and Kubernetes kills and restarts a container whose postStart hook fails. A values
+    file's own `preconfigureCommand` runs instead of it (the template's lines 140-147)."""
     server = merged(DEFAULTS, values)["server"]
-    if not server["shouldPreconfigure"]:
-        return []
-    if server["preconfigureCommand"] != DEFAULTS["server"]["preconfigureCommand"]:
-        raise NotImplementedError("a preconfigureCommand of one's own: read it, this model does not")
-    return ["cd.go.contrib.elasticagent.kubernetes"]
+    return bool(server["shouldPreconfigure"]) and "/preconfigure_server.sh" in server["preconfigureCommand"]
 
 
 def installs_official_plugin(values: dict[str, Any]) -> bool:

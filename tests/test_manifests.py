@@ -21,9 +21,9 @@ from tests.control_plane import Binaries, ControlPlane
 from tests.gocd_chart import (
     CHART_KEYS,
     CHART_VERSION,
+    charts_script_runs,
     installs_official_plugin,
     leaf_keys,
-    preconfigure_posts_for,
     server_pod,
 )
 from tests.real_cluster import project_role
@@ -71,20 +71,26 @@ def rendered(real_kube_binaries: Binaries, tmp_path: Path) -> list[dict[str, Any
     return kustomize(real_kube_binaries, folder)
 
 
-def test_the_kustomize_manifests_are_the_role_its_binding_the_service_account_and_the_secret(
+def test_the_kustomize_manifests_are_the_role_its_binding_and_the_secret(
     rendered: list[dict[str, Any]],
 ) -> None:
     by_kind = {obj["kind"]: obj for obj in rendered}
-    assert sorted(by_kind) == ["Role", "RoleBinding", "Secret", "ServiceAccount"]
+    assert sorted(by_kind) == ["Role", "RoleBinding", "Secret"], "the ServiceAccount is the chart's"
     role = by_kind["Role"]
     assert role["rules"] == project_role()["rules"], "the very Role proved on the real server"
     assert role["metadata"]["namespace"] == "gocd-agents"
     binding = by_kind["RoleBinding"]
     assert binding["metadata"]["namespace"] == "gocd-agents"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gocd", "namespace": "gocd"}]
-    assert by_kind["ServiceAccount"]["metadata"] == {"name": "gocd", "namespace": "gocd"}
     secret = by_kind["Secret"]
     assert secret["metadata"]["name"] == "gocd-reuse-backend-token" and set(secret["data"]) == {"token"}
+
+
+def test_the_service_account_for_servers_without_the_chart_is_the_one_the_binding_names() -> None:
+    account = yaml.safe_load((KUSTOMIZE_DIR / "serviceaccount.yaml").read_text())
+    binding = yaml.safe_load((KUSTOMIZE_DIR / "rbac" / "rolebinding.yaml").read_text())
+    assert account["kind"] == "ServiceAccount"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", **account["metadata"]}]
 
 
 def test_every_kustomize_manifest_is_accepted_by_the_real_api_server(
@@ -92,12 +98,13 @@ def test_every_kustomize_manifest_is_accepted_by_the_real_api_server(
 ) -> None:
     namespace(real_kube, "gocd")
     namespace(real_kube, "gocd-agents")
-    for obj in rendered:
+    account = yaml.safe_load((KUSTOMIZE_DIR / "serviceaccount.yaml").read_text())
+    for obj in [*rendered, account]:
         status, answer = dry_run(real_kube, obj)
         assert status in (200, 201), (obj["kind"], answer)
 
 
-def test_the_rbac_alone_is_what_helm_users_apply(real_kube_binaries: Binaries) -> None:
+def test_the_rbac_folder_alone_is_the_role_and_its_binding(real_kube_binaries: Binaries) -> None:
     kinds = sorted(obj["kind"] for obj in kustomize(real_kube_binaries, KUSTOMIZE_DIR / "rbac"))
     assert kinds == ["Role", "RoleBinding"]
 
@@ -152,18 +159,18 @@ def test_only_the_gocd_server_container_gates_the_pods_readiness_and_kubectl_def
     assert pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "gocd-server"
 
 
-def test_the_values_turn_off_the_charts_preconfigure_which_would_fail_without_the_official_plugin() -> None:
+def test_the_values_replace_the_charts_preconfigure_which_would_fail_without_the_official_plugin() -> None:
     """With the chart's defaults the postStart hook posts a cluster profile of the official plugin; the
-    values replace extraEnvVars, so that plugin is not installed, the post fails and so does the hook."""
+    values replace extraEnvVars, so that plugin is not installed, the post fails and so does the hook.
+    The values' own command runs instead (tests/test_chart_preconfigure.py runs it)."""
     values = yaml.safe_load(VALUES.read_text())
     assert not installs_official_plugin(values), "the values' env list replaces the chart's"
-    assert preconfigure_posts_for(values) == [], "no hook that needs the official plugin"
+    assert not charts_script_runs(values), "no hook that needs the official plugin"
     pod = server_pod(values)
     [server] = [c for c in pod["spec"]["containers"] if c["name"] == "gocd-server"]
-    assert "lifecycle" not in server
-    assert "config-vol" not in {volume["name"] for volume in pod["spec"]["volumes"]}
-    without = {**values, "server": {k: v for k, v in values["server"].items() if k != "shouldPreconfigure"}}
-    assert preconfigure_posts_for(without) == ["cd.go.contrib.elasticagent.kubernetes"]
+    assert server["lifecycle"]["postStart"]["exec"]["command"] == values["server"]["preconfigureCommand"]
+    without = {**values, "server": {k: v for k, v in values["server"].items() if k != "preconfigureCommand"}}
+    assert charts_script_runs(without)
 
 
 def test_the_values_rely_on_the_charts_persistent_volume_for_the_jar() -> None:

@@ -1,5 +1,6 @@
 """The service's commands: `serve` (the bridge contract over HTTP), `probe` (its exec probe),
-`migrate-profiles` and `trace` (tools that talk to a GoCD server's REST API).
+`migrate-profiles` and `trace` (tools that talk to a GoCD server's REST API), `merge-helm-values`
+(an install tool).
 
 `elastic_agent/cli.py` builds the command line from these and from the demo's and the advisor's
 commands; this module knows neither, so the serving layer imports nothing of the simulator.
@@ -14,8 +15,8 @@ import sys
 import threading
 import urllib.request
 
+from elastic_agent.service import helm_values, trace_command
 from elastic_agent.service import migrate as migrate_command
-from elastic_agent.service import trace_command
 from elastic_agent.service.config import DEFAULT_BIND, ConfigError, load_config
 from elastic_agent.service.heap_trim import DEFAULT_EVERY_S
 
@@ -64,6 +65,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     trace_command.add_arguments(trace)
     trace.set_defaults(run=trace_command.run)
+    merge = commands.add_parser(
+        "merge-helm-values", help=helm_values.HELP, description=helm_values.DESCRIPTION
+    )
+    helm_values.add_arguments(merge)
+    merge.set_defaults(run=helm_values.run)
 
 
 def _probe(url: str, timeout_s: float) -> int:

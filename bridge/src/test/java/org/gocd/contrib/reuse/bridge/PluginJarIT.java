@@ -95,7 +95,7 @@ class PluginJarIT {
             assertEquals("1", root.getAttribute("version"));
             assertFalse(text(root, "name").isBlank());
             assertEquals(System.getProperty("bridge.plugin.version"), text(root, "version"));
-            assertEquals("19.3.0", text(root, "target-go-version"));
+            assertEquals("22.1.0", text(root, "target-go-version"));
             assertFalse(text(root, "description").isBlank());
             assertFalse(text(root, "vendor").isBlank());
             assertFalse(text(root, "description").contains("${"), "resources are filtered");
