@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -264,3 +266,28 @@ def test_with_the_simulated_kubelet(fake_kube: FakeKubeServer, cluster: KubeClus
         assert wait_for(lambda: (p := cluster.get("booting")) is not None and p.reason == "Evicted")
     finally:
         kubelet.stop()
+
+
+def test_stop_does_not_wait_for_a_list_that_the_api_server_never_answers() -> None:
+    """A SIGTERM must not be held up to the list's request timeout by an API server that accepted the
+    connection and says nothing: stop() returns while the list is still on its way, and the answer,
+    should one come, is dropped. (Were stop() to join the thread as it does a watch it has cut short, it
+    would return only once the list's request timeout, shorter than the join's, had ended the thread.)"""
+    silent = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(silent.accept()[0]), daemon=True).start()
+    adapter = KubeCluster.connect(NS, OURS, SystemClock(), url=f"http://127.0.0.1:{silent.getsockname()[1]}",
+                                  token=TOKEN, request_timeout=4.0)  # fmt: skip
+    try:
+        adapter.start()
+        wait_for(lambda: accepted, 10)
+        adapter.stop()
+        thread = adapter._thread
+        assert thread is not None and thread.is_alive(), "stop() waited for the list's answer"
+        assert not adapter.wait_synced(0)
+    finally:
+        for connection in accepted:
+            connection.close()  # the list fails now, and the thread ends instead of retrying
+        silent.close()
+    thread.join(10)
+    assert not thread.is_alive() and not adapter.wait_synced(0)

@@ -97,6 +97,9 @@ class KubeCluster:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: Any = None  # the open watch response, closed by stop()
+        # True while the watch thread waits for a list's or a watch's answer: a wait nothing can cut
+        # short (the connection is urllib3's, in use), so stop() does not join a thread that is in it.
+        self._awaiting_answer = False
 
     @classmethod
     def connect(
@@ -126,14 +129,17 @@ class KubeCluster:
         port afterwards still works: the client opens a new connection for it."""
         self._stopped.set()
         with self._lock:
-            stream = self._stream
+            stream, awaiting = self._stream, self._awaiting_answer
         if stream is not None:
             try:
                 stream.shutdown()  # unblocks the watch thread's read
             except Exception:  # already closed: nothing to interrupt
                 log.debug("closing the watch stream failed", exc_info=True)
-        if self._thread is not None:
+        if self._thread is not None and not awaiting:
             self._thread.join(timeout=5)
+        # A thread awaiting an answer is left to its request timeout (it is a daemon): it drops the
+        # answer once it comes, and waiting for it here would hold a SIGTERM up to that timeout for
+        # nothing, with a silent API server.
         disconnect(self._api_client)
 
     def wait_synced(self, timeout: float) -> bool:
@@ -351,11 +357,28 @@ class KubeCluster:
         while not self._stopped.is_set() and (remaining := end - self.clock.now()) > 0:
             self.clock.sleep(min(remaining, 0.25))
 
+    def _begin_awaiting(self) -> bool:
+        """Marks the thread as awaiting an answer; False (and unmarked) when stop() came first."""
+        with self._lock:
+            self._awaiting_answer = not self._stopped.is_set()
+            return self._awaiting_answer
+
+    def _end_awaiting(self) -> None:
+        with self._lock:
+            self._awaiting_answer = False
+
     def _relist(self) -> str:
         started = self.cache.mark()
-        resp = self._call("list", lambda: self._core.list_namespaced_pod(
-            self.namespace, label_selector=self._label_selector,
-            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        if not self._begin_awaiting():
+            return ""
+        try:
+            resp = self._call("list", lambda: self._core.list_namespaced_pod(
+                self.namespace, label_selector=self._label_selector,
+                _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        finally:
+            self._end_awaiting()
+        if self._stopped.is_set():  # stopped while the list was on its way: nobody waits for it now
+            return ""
         body = json.loads(resp.data)
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         self.cache.replace(body.get("items") or [], started)
@@ -365,11 +388,17 @@ class KubeCluster:
 
     def _watch(self, version: str) -> tuple[str, bool]:
         """One watch request, until the server ends it; returns (last version seen, gone)."""
-        resp = self._call("watch", lambda: self._core.list_namespaced_pod(
-            self.namespace, label_selector=self._label_selector, watch=True, resource_version=version,
-            timeout_seconds=int(self.watch_timeout), allow_watch_bookmarks=True, _preload_content=False,
+        if not self._begin_awaiting():
+            return version, False
+        try:
             # The server is silent while nothing changes: read timeout beyond the watch's own timeout.
-            _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout)))  # fmt: skip
+            timeouts = (self.request_timeout, self.watch_timeout + self.request_timeout)
+            resp = self._call("watch", lambda: self._core.list_namespaced_pod(
+                self.namespace, label_selector=self._label_selector, watch=True, resource_version=version,
+                timeout_seconds=int(self.watch_timeout), allow_watch_bookmarks=True, _preload_content=False,
+                _request_timeout=timeouts))  # fmt: skip
+        finally:
+            self._end_awaiting()
         with self._lock:
             self._stream = resp
         try:
