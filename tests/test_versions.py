@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 
 from elastic_agent import __version__
 from elastic_agent.clock import ManualClock
@@ -320,3 +321,19 @@ def test_the_packages_version_is_read_from_elastic_agent() -> None:
 def test_the_jar_learns_its_version_from_the_build() -> None:
     properties = ROOT / "bridge" / "src" / "main" / "resources" / "bridge-version.properties"
     assert "version=${project.version}" in properties.read_text().splitlines()
+
+
+def test_the_documented_contract_declares_both_headers() -> None:
+    document = yaml.safe_load((ROOT / "docs" / "bridge-openapi.yaml").read_text())
+    parameter = document["components"]["parameters"]["BridgeVersion"]
+    assert (parameter["name"], parameter["in"]) == (BRIDGE_VERSION_HEADER, "header")
+    header = {"$ref": "#/components/headers/BackendVersion"}
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            if path.startswith("/gocd/plugin/"):
+                assert {"$ref": "#/components/parameters/BridgeVersion"} in operation["parameters"], path
+            for code, answer in operation["responses"].items():
+                if "$ref" not in answer:
+                    assert answer["headers"] == {BACKEND_VERSION_HEADER: header}, (path, code)
+    for name, answer in document["components"]["responses"].items():
+        assert answer["headers"] == {BACKEND_VERSION_HEADER: header}, name
