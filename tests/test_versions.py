@@ -189,7 +189,7 @@ def test_the_status_page_of_one_release_shows_both_versions_and_no_warning(stack
 
 def test_the_status_page_says_when_the_jar_did_not_say_its_version(stack: Stack) -> None:
     view = status_view(stack, None)
-    assert _shown(view, "data-bridge-version") == "did not say its version"
+    assert _shown(view, "data-bridge-version") == "none (the jar does not say it)"
     assert "data-version-problem" in view and "does not say its version" in view
 
 
