@@ -23,6 +23,8 @@ from elastic_agent.gocd.health import HealthReporter
 from elastic_agent.gocd.messages import cache_capacities, cache_sizes
 from elastic_agent.gocd.narrator import Narrator, ThreadedNarrator
 from elastic_agent.gocd.server import GoCDServer, GoCDServerSource
+from elastic_agent.gocd.versions import HEALTH_KEY as VERSION_HEALTH_KEY
+from elastic_agent.gocd.versions import BridgeVersions
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool import gone
 from elastic_agent.pool.cluster_pool import ClusterPool
@@ -47,6 +49,7 @@ class Backend:
     remote_files: RemoteFileFetcher
     health: HealthReporter = field(default_factory=HealthReporter)
     narrator: Narrator = field(default_factory=ThreadedNarrator)
+    versions: BridgeVersions = field(default_factory=BridgeVersions)  # the jar's, from its requests
     writer_factory: WriterFactory = AnnotationWriter
     background_factory: BackgroundFactory = WorkerThread
     sync_wait_s: float = 10.0  # how long create-agent waits for a pool's first pod list
@@ -280,6 +283,15 @@ class Backend:
         for shown in self._template_problems - set(current):
             self.health.resolved(f"template:{shown}")
         self._template_problems = set(current)
+
+    def report_versions(self) -> None:
+        """A warning while the jar's version (as its last request said it) is not the backend's."""
+        versions = self.versions.current()
+        problem = versions.problem if versions is not None else None
+        if problem is None:
+            self.health.resolved(VERSION_HEALTH_KEY)
+        else:
+            self.health.problem(VERSION_HEALTH_KEY, problem, "warning")
 
     def publish_health(self, gocd: GoCDServer) -> None:
         self.health.publish(gocd)

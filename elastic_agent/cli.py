@@ -1,4 +1,5 @@
-"""Command line: `python -m elastic_agent serve|probe|migrate-profiles|trace|merge-helm-values|demo|advise`.
+"""Command line: `python -m elastic_agent serve|probe|migrate-profiles|trace|merge-helm-values|demo|advise`,
+and `python -m elastic_agent --version`.
 
 The one module that knows every command, so it sits above every layer (the layers contract in
 pyproject.toml): the service wires its own commands (`service/cli.py`), the advisor its own
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from elastic_agent import __version__
 from elastic_agent.advisor import command as advise_command
 from elastic_agent.service import cli as service_cli
 
@@ -20,6 +22,10 @@ DESCRIPTION = "The GoCD elastic-agent plugin's backend, with pod reuse, and its 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m elastic_agent", description=DESCRIPTION)
+    # The backend's version alone, to compare with the jar's (docs/install.md, Upgrading).
+    parser.add_argument(
+        "--version", action="version", version=__version__, help="print the backend's version and exit"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     service_cli.add_commands(commands)
     demo = commands.add_parser("demo", help="run the backend against a simulated GoCD server and cluster")

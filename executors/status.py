@@ -8,6 +8,7 @@ from elastic_agent.gocd.messages import (
     PluginStatusReportRequest,
 )
 from elastic_agent.gocd.status_pages import render_agent_status, render_cluster_status, render_plugin_status
+from elastic_agent.gocd.versions import HEALTH_KEY as VERSION_HEALTH_KEY
 from executors.base import RequestContext, Response
 
 
@@ -15,9 +16,11 @@ def plugin_status_report(body: str, ctx: RequestContext) -> Response:
     # The body lists the cluster profiles; the page shows the clusters this backend is connected to.
     PluginStatusReportRequest.parse(body)
     backend = ctx.backend
-    return Response.json(
-        {"view": render_plugin_status(backend.pools(), backend.health.messages(), backend.clock)}
-    )
+    # The versions' difference, if any, is shown at the top, from this very request's header: not again
+    # among the health messages (where the last server-ping put it).
+    health = backend.health.messages(without=(VERSION_HEALTH_KEY,))
+    versions = backend.versions.current()
+    return Response.json({"view": render_plugin_status(backend.pools(), health, backend.clock, versions)})
 
 
 def cluster_status_report(body: str, ctx: RequestContext) -> Response:

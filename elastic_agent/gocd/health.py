@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Collection
 
 from elastic_agent.gocd.server import GoCDError, GoCDServer
 
@@ -37,9 +38,11 @@ class HealthReporter:
             self._streaks.pop(key, None)
             return self._problems.pop(key, None) is not None
 
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self, without: Collection[str] = ()) -> list[dict[str, str]]:
+        """The messages, but those of the keys `without` (a page that shows them in a place of their own)."""
         with self._lock:
-            return [{"type": kind, "message": text} for kind, text in sorted(self._problems.values())]
+            kept = [problem for key, problem in self._problems.items() if key not in without]
+        return [{"type": kind, "message": text} for kind, text in sorted(kept)]
 
     def publish(self, gocd: GoCDServer) -> None:
         """Send the messages when they changed since the last successful send."""

@@ -14,7 +14,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from elastic_agent import __version__
 from elastic_agent.clock import Clock
+from elastic_agent.gocd.versions import Versions
 from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
@@ -270,8 +272,17 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
     )
 
 
-def render_plugin_status(pools: list[ClusterPool], health: list[dict[str, str]], clock: Clock) -> str:
+def render_plugin_status(
+    pools: list[ClusterPool],
+    health: list[dict[str, str]],
+    clock: Clock,
+    versions: Versions | None = None,
+) -> str:
+    """`versions`: the jar's (as its last request said it) and the backend's; shown first, with the
+    sentence of their difference, if any, at the very top."""
     return _templates.get_template("plugin_status.html").render(
+        versions=versions or Versions(None, __version__),
+        version_known=versions is not None,
         clusters=[cluster_summary(pool, clock) for pool in pools],
         health=[{"type": m.get("type", "error"), "message": redact(m.get("message", ""))} for m in health],
         generated=_timestamp(clock.now()),

@@ -7,6 +7,8 @@ pods (WSGI call to answer), a Flask route took about 300 us, of which the execut
 rest Flask's per-request machinery (request context, URL map, Request and Response objects, signals);
 the function takes about 50 us. Over HTTP, waitress adds about 300 us of CPU per request either way.
 Flask (the application factory, `create_app`) serves `/healthz`, `/metrics` and everything else.
+Every answer, of either, says the backend's version (`X-GoCD-Reuse-Backend-Version`), and every
+authorized plugin request's `X-GoCD-Reuse-Bridge-Version` is remembered (elastic_agent/gocd/versions.py).
 
 A plugin request that may wait on the network runs on a handler thread (`in_flight.Handlers`) while the
 server's thread waits for its answer, so that a graceful stop can answer it with a 503 rather than drop
@@ -20,7 +22,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from time import perf_counter
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flask import Flask, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -32,6 +34,7 @@ from elastic_agent.backend import Backend
 from elastic_agent.gocd.body import BadRequest
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.gocd.shared_token import SharedToken, shared
+from elastic_agent.gocd.versions import BACKEND_VERSION_HEADER, BRIDGE_VERSION_ENVIRON
 from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.remote_file import RemoteFileError
 from elastic_agent.service.in_flight import Handlers
@@ -125,6 +128,14 @@ class PluginRequests:
     def _expect(token: str) -> tuple[str, bytes]:
         return token, f"Bearer {token}".encode()
 
+    @property
+    def backend_version(self) -> str:
+        return self._backend.versions.backend
+
+    def bridge_version(self, header: str | None) -> None:
+        """The jar's version, as an authorized request carried it (None: the jar said none)."""
+        self._backend.versions.seen(header)
+
     def authorized(self, authorization: str) -> bool:
         token, expected = self._expected
         now = self._token.current()
@@ -191,37 +202,56 @@ def plugin_requests_first(
     """Serves `POST /gocd/plugin/...` (see the module's docstring); everything else goes to Flask."""
     known = {PLUGIN_PATH + name: name for name in EXECUTORS}  # one lookup for the common case
     hand_over = EXECUTORS.keys() - FROM_MEMORY  # an unknown name is answered from memory too (404)
+    version = backend_version_header(plugin.backend_version)
+
+    def authorized(environ: WSGIEnvironment, name: str, length: int) -> PluginAnswer:
+        if length > max_body_bytes:
+            return _too_large(plugin, name, max_body_bytes)
+        callback_url = environ.get("HTTP_X_GOCD_CALLBACK_URL")
+        if name in hand_over:
+            return handlers.answer(
+                lambda: plugin.answer(name, callback_url, lambda: _read(environ, length, max_body_bytes)),
+                lambda: plugin.given_up(name),
+            )
+        return plugin.answer(name, callback_url, lambda: _read(environ, length, max_body_bytes))
 
     def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         name = known.get(path)
         if name is None:
             if not path.startswith(PLUGIN_PATH):
-                return flask_app(environ, start_response)
+                return flask_app(environ, _with_header(start_response, version))
             name = path[len(PLUGIN_PATH) :]
         length = _declared_length(environ)
         if environ.get("REQUEST_METHOD") != "POST":
             answer = PluginAnswer(405, "plugin requests are sent with POST (the bridge contract)\n", TEXT)
         elif not plugin.authorized(environ.get("HTTP_AUTHORIZATION", "")):
             answer = PluginAnswer(401, "missing or wrong token\n", TEXT)
-        elif length > max_body_bytes:
-            answer = _too_large(plugin, name, max_body_bytes)
-        elif name in hand_over:
-            callback_url = environ.get("HTTP_X_GOCD_CALLBACK_URL")
-            answer = handlers.answer(
-                lambda: plugin.answer(name, callback_url, lambda: _read(environ, length, max_body_bytes)),
-                lambda: plugin.given_up(name),
-            )
         else:
-            answer = plugin.answer(
-                name, environ.get("HTTP_X_GOCD_CALLBACK_URL"), lambda: _read(environ, length, max_body_bytes)
-            )
+            plugin.bridge_version(environ.get(BRIDGE_VERSION_ENVIRON))
+            answer = authorized(environ, name, length)
         body = answer.body.encode()
-        headers = [("Content-Type", CONTENT_TYPES[answer.mimetype]), ("Content-Length", str(len(body)))]
+        headers = [
+            ("Content-Type", CONTENT_TYPES[answer.mimetype]),
+            ("Content-Length", str(len(body))),
+            version,
+        ]
         start_response(status_line(answer.status), headers)
         return [body]
 
     return wsgi
+
+
+def backend_version_header(version: str) -> tuple[str, str]:
+    """The header every answer carries: this backend's version, for the jar to compare with its own."""
+    return BACKEND_VERSION_HEADER, version
+
+
+def _with_header(start_response: StartResponse, header: tuple[str, str]) -> StartResponse:
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], object]:
+        return start_response(status, [*headers, header], exc_info)
+
+    return start
 
 
 class BodyTooLarge(Exception):

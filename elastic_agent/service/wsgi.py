@@ -27,6 +27,7 @@ from waitress.parser import HTTPRequestParser
 from waitress.server import create_server
 from waitress.utilities import RequestEntityTooLarge
 
+from elastic_agent import __version__
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.gocd.server import GoCDServers
@@ -36,7 +37,14 @@ from elastic_agent.kube.connect import connect
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.remote_file import RemoteFileFetcher
-from elastic_agent.service.app import MAX_BODY_BYTES, PLUGIN_PATH, PluginAnswer, create_app, too_large
+from elastic_agent.service.app import (
+    MAX_BODY_BYTES,
+    PLUGIN_PATH,
+    PluginAnswer,
+    backend_version_header,
+    create_app,
+    too_large,
+)
 from elastic_agent.service.heap_trim import DEFAULT_EVERY_S, HeapTrimmer, start_heap_trimmer
 from elastic_agent.service.in_flight import Handlers
 from elastic_agent.service.metrics import Metrics
@@ -110,14 +118,15 @@ def waitress_options() -> dict[str, Any]:
 
 
 class _BodyTooLarge(RequestEntityTooLarge):
-    """waitress's 413, with the sentence the application gives (app.too_large) instead of its own."""
+    """waitress's 413, with the sentence the application gives (app.too_large) instead of its own, and
+    the backend's version, as every answer of the application has it."""
 
     def __init__(self, path: str) -> None:
         super().__init__(too_large(path.removeprefix(PLUGIN_PATH), MAX_BODY_BYTES))
 
     # types-waitress says the body is str; waitress's own to_response returns bytes, and writes them.
     def to_response(self, _ident: str | None = None) -> tuple[str, list[tuple[str, str]], bytes]:  # type: ignore[override]
-        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        headers = [("Content-Type", "text/plain; charset=utf-8"), backend_version_header(__version__)]
         return f"{self.code} {self.reason}", headers, self.body.encode()
 
 

@@ -14,6 +14,9 @@ from typing import Any, Protocol
 import requests
 from requests.adapters import HTTPAdapter
 
+from elastic_agent import __version__
+from elastic_agent.gocd.versions import BRIDGE_VERSION_HEADER
+
 EXTENSION_VERSION = "5.0"
 # GoCD's side of the request names (the plugin's side is executors.dispatch.PREFIX).
 REQUEST_PREFIX = "cd.go.elastic-agent."
@@ -40,7 +43,10 @@ class HttpPluginTransport:
         connect_timeout_s: float = 2.0,
         read_timeout_s: float = 30.0,
         pool_size: int = 16,
+        bridge_version: str | None = __version__,
     ) -> None:
+        """`bridge_version`: the jar's version this transport says it is (the jar of this build's, as
+        the image pairs them); None sends none, as a jar older than the header does."""
         self._backend_url = backend_url.rstrip("/")
         self._timeout = (connect_timeout_s, read_timeout_s)
         self._session = requests.Session()
@@ -57,6 +63,8 @@ class HttpPluginTransport:
                 "Content-Type": "application/json",
             }
         )
+        if bridge_version is not None:
+            self._session.headers[BRIDGE_VERSION_HEADER] = bridge_version
 
     def send(self, request_name: str, body: str) -> tuple[int, str]:
         url = f"{self._backend_url}/gocd/plugin/{request_name}"

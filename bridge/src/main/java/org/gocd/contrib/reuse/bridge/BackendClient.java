@@ -44,10 +44,12 @@ final class BackendClient {
     private final Backend backend;
     private final String callbackUrl;
     private final HttpClient http;
+    private final VersionCheck versions;
     private final AtomicLong lastWarning = new AtomicLong(System.nanoTime() - WARN_INTERVAL_NANOS);
 
-    BackendClient(BridgeSettings settings, Backend backend, String callbackUrl) {
+    BackendClient(BridgeSettings settings, Backend backend, String callbackUrl, VersionCheck versions) {
         this.settings = settings;
+        this.versions = versions;
         this.backend = backend;
         this.callbackUrl = callbackUrl;
         // HTTP/1.1: the backend's WSGI server speaks no HTTP/2, and an h2c upgrade attempt costs a round trip.
@@ -114,10 +116,12 @@ final class BackendClient {
                 .header("Content-Type", "application/json")
                 .header("X-GoCD-Extension-Version", extensionVersion == null ? "" : extensionVersion)
                 .header("X-GoCD-Callback-URL", callbackUrl)
+                .header(VersionCheck.BRIDGE_HEADER, versions.bridgeVersion())
                 .POST(HttpRequest.BodyPublishers.ofString(body == null ? "" : body, StandardCharsets.UTF_8));
         request.header("Authorization", "Bearer " + token);
         HttpResponse<String> response = http.send(request.build(),
                 HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        versions.answered(response.headers().firstValue(VersionCheck.BACKEND_HEADER).orElse(null));
         if (response.statusCode() == 401) {
             warn("The backend at " + base + " refused the token (401) for " + requestName
                     + "; the bridge and the backend must share the same token (the same Secret mounted in"

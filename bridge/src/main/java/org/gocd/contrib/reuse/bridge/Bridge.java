@@ -10,7 +10,7 @@ import java.util.function.Supplier;
 
 /**
  * The running parts of the bridge, wired together: the callback server, the backend (launched or
- * external) and the forwarding client.
+ * external), the forwarding client and the check of the backend's version against the jar's.
  *
  * <p>Kept apart from the plugin class because GoCD instantiates that class eagerly and expects its
  * constructor to do no I/O; the bridge is built on the first request instead. It stops on plugin unload
@@ -24,6 +24,7 @@ final class Bridge {
     private final BackendProcess process;
     private final BackendClient client;
     private final Backend backend;
+    private final VersionCheck versions = new VersionCheck();
     private final Thread shutdownHook;
 
     private Bridge(BridgeSettings settings, Supplier<GoApplicationAccessor> accessor, GoPluginIdentifier identifier)
@@ -50,15 +51,15 @@ final class Bridge {
             backend = Backend.external(settings.backendUrl, settings);
         }
         current.set(backend);
-        client = new BackendClient(settings, backend, callbackUrl);
+        client = new BackendClient(settings, backend, callbackUrl, versions);
         shutdownHook = new Thread(this::stop, "kubernetes-reuse-bridge-shutdown");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
         if (process != null) {
             process.start();
         }
-        LOG.info(process != null
-                ? "Bridge started; launching the backend with '" + String.join(" ", settings.backendCommand) + "'."
-                : "Bridge started; forwarding to the backend at " + settings.backendUrl + ".");
+        LOG.info("Bridge " + versions.bridgeVersion() + (process != null
+                ? " started; launching the backend with '" + String.join(" ", settings.backendCommand) + "'."
+                : " started; forwarding to the backend at " + settings.backendUrl + "."));
     }
 
     /** Starts the callback server, and the backend when a command is configured. */
@@ -79,6 +80,11 @@ final class Bridge {
 
     Backend backend() {
         return backend;
+    }
+
+    /** The jar's version and the backend's, as its last answer said it. */
+    VersionCheck versions() {
+        return versions;
     }
 
     /** Stops the launched backend and the callback server. Safe to call more than once. */

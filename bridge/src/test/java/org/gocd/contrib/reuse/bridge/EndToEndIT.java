@@ -8,6 +8,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -32,6 +33,11 @@ class EndToEndIT {
         GoPluginApiResponse capabilities = stack.plugin.handle(ForwardingTest.request("get-capabilities", null));
         assertEquals(200, capabilities.responseCode(), capabilities.responseBody());
         assertTrue(capabilities.responseBody().contains("supports_agent_status_report"), capabilities.responseBody());
+        // The real backend said its version back through the jar: the jar's own (one build, one version).
+        VersionCheck versions = stack.plugin.bridge().versions();
+        assertEquals(System.getProperty("bridge.plugin.version"), versions.backendVersion());
+        assertEquals(versions.bridgeVersion(), versions.backendVersion());
+        assertNull(versions.problem(), versions.problem());
 
         GoPluginApiResponse created = stack.createAgent(101, "unit");
         assertEquals(200, created.responseCode(), created.responseBody());

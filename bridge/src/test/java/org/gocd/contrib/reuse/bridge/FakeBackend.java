@@ -25,10 +25,20 @@ final class FakeBackend implements AutoCloseable {
         }
     }
 
-    /** What to answer. */
-    record Reply(int status, String body, long delayMillis) {
+    /** What to answer, with which headers. */
+    record Reply(int status, String body, long delayMillis, Map<String, String> headers) {
+        Reply(int status, String body, long delayMillis) {
+            this(status, body, delayMillis, Map.of());
+        }
+
         static Reply of(int status, String body) {
             return new Reply(status, body, 0);
+        }
+
+        Reply with(String header, String value) {
+            Map<String, String> more = new java.util.HashMap<>(headers);
+            more.put(header, value);
+            return new Reply(status, body, delayMillis, Map.copyOf(more));
         }
     }
 
@@ -86,6 +96,7 @@ final class FakeBackend implements AutoCloseable {
                 }
             }
             byte[] bytes = reply.body().getBytes(StandardCharsets.UTF_8);
+            reply.headers().forEach((name, value) -> exchange.getResponseHeaders().add(name, value));
             exchange.sendResponseHeaders(reply.status(), bytes.length == 0 ? -1 : bytes.length);
             if (bytes.length > 0) {
                 try (OutputStream out = exchange.getResponseBody()) {

@@ -71,6 +71,7 @@ class ForwardingTest {
         assertEquals("Bearer " + TOKEN, seen.header("Authorization"));
         assertEquals("5.0", seen.header("X-GoCD-Extension-Version"));
         assertEquals("application/json", seen.header("Content-Type"));
+        assertEquals(System.getProperty("bridge.plugin.version"), seen.header("X-GoCD-Reuse-Bridge-Version"));
         assertEquals(plugin.bridge().callbackUrl(), seen.header("X-GoCD-Callback-URL"));
         assertTrue(seen.header("X-GoCD-Callback-URL").matches("http://127\\.0\\.0\\.1:\\d+"));
         assertEquals(body, seen.body());
