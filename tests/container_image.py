@@ -87,17 +87,15 @@ class Base:
     packages: tuple[str, ...]
 
 
-# usr-is-merged: the root is merged-/usr already (mmdebstrap makes it so), which otherwise init-system-helpers
-# would have apt prove by installing usrmerge, and with it perl.
 BASES = (
     # The bridge stage runs `mvn`; Debian's maven (3.8.7) builds the pom as the public maven:3.9 image does.
-    Base("maven", "MAVEN_IMAGE", ("usr-is-merged", "maven", "openjdk-17-jdk-headless", "ca-certificates")),
+    Base("maven", "MAVEN_IMAGE", ("maven", "openjdk-17-jdk-headless", "ca-certificates")),
     # The backend stage runs `python -m venv` and apt-get (the Dockerfile installs libjemalloc2 itself);
     # `advise --timezone` reads the system's time zones, which python:3.11-slim has (Debian's tzdata).
     Base(
         "python",
         "PYTHON_IMAGE",
-        ("usr-is-merged", "python3", "python3-venv", "python-is-python3", "ca-certificates", "tzdata"),
+        ("python3", "python3-venv", "python-is-python3", "ca-certificates", "tzdata"),
     ),
 )
 
@@ -197,6 +195,7 @@ def make_base(base: Base) -> str:
             'chroot "$1" update-ca-certificates',
             "printf '[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n' > \"$1/etc/pip.conf\"",
             f"cat > \"$1/etc/apt/apt.conf.d/docker-clean\" <<'EOF'\n{DOCKER_CLEAN}EOF",
+            'rm -f "$1"/var/cache/apt/*.bin',  # which apt-get clean no longer finds, given docker-clean
         ]  # mmdebstrap leaves no package lists behind, as the public images (the Dockerfile updates them)
         with tempfile.TemporaryDirectory(dir=CACHE) as work:
             partial = Path(work) / tarball.name
@@ -204,9 +203,14 @@ def make_base(base: Base) -> str:
                 [
                     "mmdebstrap",
                     "--variant=apt",
+                    # merged-/usr by directory links, as debootstrap and the public images make it, and
+                    # usr-is-merged to say so; else apt proves it by installing usrmerge, and with it perl.
+                    "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
                     "--include=" + ",".join(base.packages),
                     *(f"--aptopt={option}" for option in APT_OPTIONS),
                     *(f"--dpkgopt={option}" for option in DPKG_OPTIONS),
+                    # update-alternatives links the JDK's manuals: without their folder, its setup fails.
+                    '--essential-hook=mkdir -p "$1/usr/share/man/man1"',
                     *(f"--customize-hook={hook}" for hook in hooks),
                     SUITE,
                     str(partial),
