@@ -37,7 +37,8 @@ JAR = "/opt/gocd-reuse/plugin/kubernetes-reuse-elastic-agent.jar"
 PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes-reuse"
 BACKEND = "http://127.0.0.1:8155"  # the entrypoint's bind, on the container's loopback
 READY_TIMEOUT_S = 60.0
-SIZE_BUDGET_BYTES = 300_000_000  # python:3.11-slim is about 130 MB; the backend's venv adds about 60 MB
+# 248 MB when measured: the Debian base 127 MB (python:3.11-slim is about 130), the venv 118.
+SIZE_BUDGET_BYTES = 300_000_000
 # What the image's Python has installed, without pip (which the image does not keep).
 DISTRIBUTIONS = (
     "import importlib.metadata as m, json; print(json.dumps({d.name: d.version for d in m.distributions()}))"
@@ -199,19 +200,19 @@ def test_a_plugin_request_from_the_bridge_jar_reaches_the_backend_in_the_contain
     program = Path(__file__).parent / "image_bridge" / "PluginRequests.java"
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GOCD_REUSE_BACKEND_URL": BACKEND}
     env["GOCD_REUSE_TOKEN_FILE"] = str(sidecar.token_file)
-    requests = subprocess.run(
+    ran = subprocess.run(
         ["nsenter", f"--target={sidecar.pid}", "--net", "java", "-cp", classpath, str(program)],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
-    assert requests.returncode == 0, requests.stdout + requests.stderr
-    answers = {line.split("\t")[0]: line.split("\t")[1:] for line in requests.stdout.splitlines()}
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    answers = {line.split("\t")[0]: line.split("\t")[1:] for line in ran.stdout.splitlines()}
     code, calls, body = answers["get-capabilities"]
     assert code == "200", body
     assert json.loads(body)["supports_agent_status_report"] is True
     code, calls, body = answers["server-ping"]
     assert code == "200", body
     assert "go.processor.elastic-agents.list-agents" in calls.split(","), "the backend called back"
-    assert sidecar.token not in requests.stdout + requests.stderr
+    assert sidecar.token not in ran.stdout + ran.stderr
 
 
 @pytest.mark.slow
@@ -290,10 +291,8 @@ def test_the_image_carries_the_pinned_runtime_dependencies_and_no_build_or_test_
         "ls -d /root/.cache /home/*/.cache /opt/gocd-reuse/src /var/lib/apt/lists/*_Packages* "
         "/var/cache/apt/*.bin /var/cache/apt/archives/*.deb 2>/dev/null || true"
     )
-    found = run_in_image(image, "sh", "-c", leftovers, user="0:0")  # root: /root is closed to uid 1000
-    assert found.returncode == 0 and found.stdout == "", (
-        f"no caches, sources or package lists: {found.stdout}"
-    )
+    left = run_in_image(image, "sh", "-c", leftovers, user="0:0")  # root: /root is closed to uid 1000
+    assert left.returncode == 0 and left.stdout == "", f"no caches, sources or package lists: {left.stdout}"
     assert image_size(image) < SIZE_BUDGET_BYTES, f"{image_size(image) / 1e6:.0f} MB"
 
 
