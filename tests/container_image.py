@@ -147,21 +147,38 @@ def _extra_cas() -> list[Path]:
     return sorted(EXTRA_CA_DIR.glob("*.crt")) if EXTRA_CA_DIR.is_dir() else []
 
 
-def base_key(base: Base) -> str:
-    """A hash of everything that goes into a base: suite, mirror, packages, the extra CAs it trusts."""
-    digest = hashlib.sha256()
-    inputs = [
-        1,
+def mmdebstrap_command(base: Base, output: str) -> list[str]:
+    """The mmdebstrap command that makes `base` into the tarball `output`."""
+    hooks = [
+        # The CAs this machine trusts beyond Debian's (update-ca-certificates also renews Java's store).
+        'mkdir -p "$1/usr/local/share/ca-certificates"',
+        *(f'cp {ca} "$1/usr/local/share/ca-certificates/"' for ca in _extra_cas()),
+        'chroot "$1" update-ca-certificates',
+        "printf '[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n' > \"$1/etc/pip.conf\"",
+        f"cat > \"$1/etc/apt/apt.conf.d/docker-clean\" <<'EOF'\n{DOCKER_CLEAN}EOF",
+        'rm -f "$1"/var/cache/apt/*.bin',  # which apt-get clean no longer finds, given docker-clean
+    ]  # mmdebstrap leaves no package lists behind, as the public images (the Dockerfile updates them)
+    return [
+        "mmdebstrap",
+        "--variant=apt",
+        # merged-/usr by directory links, as debootstrap and the public images make it, and usr-is-merged
+        # to say so; else apt proves it by installing usrmerge, and with it perl.
+        "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
+        "--include=" + ",".join(base.packages),
+        *(f"--aptopt={option}" for option in APT_OPTIONS),
+        *(f"--dpkgopt={option}" for option in DPKG_OPTIONS),
+        # update-alternatives links the JDK's manuals: without their folder, its setup fails.
+        '--essential-hook=mkdir -p "$1/usr/share/man/man1"',
+        *(f"--customize-hook={hook}" for hook in hooks),
         SUITE,
+        output,
         MIRROR,
-        PATH,
-        APT_OPTIONS,
-        DPKG_OPTIONS,
-        DOCKER_CLEAN,
-        base.name,
-        sorted(base.packages),
     ]
-    digest.update(json.dumps(inputs).encode())
+
+
+def base_key(base: Base) -> str:
+    """A hash of everything that goes into a base: the command that makes it, the extra CAs it trusts."""
+    digest = hashlib.sha256(json.dumps([PATH, *mmdebstrap_command(base, "-")]).encode())
     for ca in _extra_cas():
         digest.update(ca.name.encode() + b"\0" + ca.read_bytes())
     return digest.hexdigest()[:16]
@@ -169,6 +186,16 @@ def base_key(base: Base) -> str:
 
 def base_image(base: Base) -> str:
     return f"localhost/gocd-reuse-base-{base.name}:{base_key(base)}"
+
+
+def _image_id(image: str) -> str | None:
+    found = subprocess.run(
+        ["podman", "image", "inspect", "--format", "{{.Id}}", image],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return found.stdout.strip() if found.returncode == 0 else None
 
 
 def _image_exists(image: str) -> bool:
@@ -188,38 +215,17 @@ def make_base(base: Base) -> str:
             flush=True,
         )
         started = time.monotonic()
-        hooks = [
-            # The CAs this machine trusts beyond Debian's (update-ca-certificates also renews Java's store).
-            'mkdir -p "$1/usr/local/share/ca-certificates"',
-            *(f'cp {ca} "$1/usr/local/share/ca-certificates/"' for ca in _extra_cas()),
-            'chroot "$1" update-ca-certificates',
-            "printf '[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n' > \"$1/etc/pip.conf\"",
-            f"cat > \"$1/etc/apt/apt.conf.d/docker-clean\" <<'EOF'\n{DOCKER_CLEAN}EOF",
-            'rm -f "$1"/var/cache/apt/*.bin',  # which apt-get clean no longer finds, given docker-clean
-        ]  # mmdebstrap leaves no package lists behind, as the public images (the Dockerfile updates them)
         with tempfile.TemporaryDirectory(dir=CACHE) as work:
             partial = Path(work) / tarball.name
             _run(
-                [
-                    "mmdebstrap",
-                    "--variant=apt",
-                    # merged-/usr by directory links, as debootstrap and the public images make it, and
-                    # usr-is-merged to say so; else apt proves it by installing usrmerge, and with it perl.
-                    "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
-                    "--include=" + ",".join(base.packages),
-                    *(f"--aptopt={option}" for option in APT_OPTIONS),
-                    *(f"--dpkgopt={option}" for option in DPKG_OPTIONS),
-                    # update-alternatives links the JDK's manuals: without their folder, its setup fails.
-                    '--essential-hook=mkdir -p "$1/usr/share/man/man1"',
-                    *(f"--customize-hook={hook}" for hook in hooks),
-                    SUITE,
-                    str(partial),
-                    MIRROR,
-                ],
+                mmdebstrap_command(base, str(partial)),
                 f"mmdebstrap of the {base.name} base",
                 log=CACHE / f"mmdebstrap-{base.name}.log",
             )
             partial.rename(tarball)
+        for stale_tarball in CACHE.glob(f"{base.name}-*.tar"):  # made from other inputs: never used again
+            if stale_tarball != tarball:
+                stale_tarball.unlink()
         print(f"  made in {time.monotonic() - started:.0f} s: {tarball}", flush=True)
     _run(
         [
@@ -234,6 +240,10 @@ def make_base(base: Base) -> str:
         ],
         f"podman import of the {base.name} base",
     )
+    repository = image.rpartition(":")[0]
+    tags = _run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", repository], "podman images")
+    for stale in set(tags.split()) - {image}:  # this base made from other inputs: never used again
+        subprocess.run(["podman", "rmi", stale], capture_output=True, check=False)
     return image
 
 
@@ -245,6 +255,7 @@ def build(image: str = IMAGE) -> Built:
     """Build docker/Dockerfile into `image` with the Debian bases; a build with unchanged inputs is cached."""
     install_tools()
     started = time.monotonic()
+    before = _image_id(image)
     build_args = [arg for base in BASES for arg in ("--build-arg", f"{base.build_arg}={make_base(base)}")]
     _run(
         [
@@ -264,7 +275,10 @@ def build(image: str = IMAGE) -> Built:
         cwd=ROOT,
         log=CACHE / "podman-build.log",
     )
-    return Built(image, image_size(image), time.monotonic() - started)
+    seconds = time.monotonic() - started
+    if before is not None and before != _image_id(image):  # the image it replaced: never used again
+        subprocess.run(["podman", "rmi", before], capture_output=True, check=False)
+    return Built(image, image_size(image), seconds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
