@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, types, declared dependencies, layers, dead code, Python tests (incl.
-# headless-browser checks of the status pages) and the bridge jar's Maven build with its JUnit and
-# end-to-end tests.
+# headless-browser checks of the status pages, and the image built and run with podman) and the bridge
+# jar's Maven build with its JUnit and end-to-end tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -23,6 +23,7 @@ fi
 .venv/bin/lint-imports  # no module imports a layer above its own (pyproject.toml, [tool.importlinter])
 .venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
 .venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
+.venv/bin/python -m tests.container_image build  # the image, with podman on Debian-made bases (minutes the first time, then cached)
 .venv/bin/python -m pytest -q "$@"
 .venv/bin/python -m benchmarks.soak --minutes 2 --check --output .venv/soak-short.json  # the soak, short: growth must be flat (benchmarks/soak_rules.py)
 mvn_log=.venv/mvn-verify.log

@@ -24,9 +24,12 @@ JAR = "/opt/gocd-reuse/plugin/kubernetes-reuse-elastic-agent.jar"
 ENTRYPOINT = ["python", "-m", "elastic_agent", "serve", "--bind", "127.0.0.1:8155"]
 
 
+def parser(build_args: dict[str, str] | None = None) -> DockerfileParser:
+    return DockerfileParser(fileobj=(ROOT / "docker" / "Dockerfile").open("rb"), build_args=build_args)
+
+
 def instructions() -> list[dict[str, Any]]:
-    parser = DockerfileParser(fileobj=(ROOT / "docker" / "Dockerfile").open("rb"))
-    return list(parser.structure)
+    return list(parser().structure)
 
 
 def final_stage() -> list[dict[str, Any]]:
@@ -87,11 +90,18 @@ def _dependencies_block() -> str:
     return text[start : text.index("]", start)]
 
 
+def test_base_images_are_build_arguments_whose_defaults_are_the_public_images() -> None:
+    """tests/container_image.py builds with bases made from Debian's packages; the defaults stay public."""
+    froms = [step["value"].split()[0] for step in instructions() if step["instruction"] == "FROM"]
+    assert froms == ["${MAVEN_IMAGE}", "${PYTHON_IMAGE}"]
+    assert parser().parent_images == ["maven:3.9-eclipse-temurin-17", "python:3.11-slim"]
+    swapped = {"MAVEN_IMAGE": "localhost/maven:1", "PYTHON_IMAGE": "localhost/python:1"}
+    assert parser(swapped).parent_images == ["localhost/maven:1", "localhost/python:1"]
+
+
 def test_base_images_are_pinned_and_nothing_is_written_to_the_image_at_run_time() -> None:
-    for step in instructions():
-        if step["instruction"] == "FROM":
-            image = step["value"].split()[0]
-            assert re.search(r":\d+\.\d+", image), f"{image}: pin a major.minor tag"
+    for image in parser().parent_images:
+        assert re.search(r":\d+\.\d+", image), f"{image}: pin a major.minor tag"
     env = " ".join(values("ENV"))
     assert "PYTHONDONTWRITEBYTECODE=1" in env and "TMPDIR=/tmp" in env
     for container in (
