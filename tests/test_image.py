@@ -302,3 +302,16 @@ def test_the_jar_in_the_image_is_the_one_the_init_container_copies(image: str, g
     assert listed.returncode == 0, listed.stderr
     copied = godata / "plugins" / "external" / "kubernetes-reuse-elastic-agent.jar"
     assert hashlib.sha256(copied.read_bytes()).hexdigest() in listed.stdout
+
+
+@pytest.mark.slow
+def test_the_jar_and_the_backend_in_the_image_are_of_one_release(image: str, godata: Path) -> None:
+    """Issue 23's "the image carries both from one build": the version the copied jar sends
+    (bridge-version.properties, filtered by Maven) is the version the image's backend answers with."""
+    copied = godata / "plugins" / "external" / "kubernetes-reuse-elastic-agent.jar"
+    with zipfile.ZipFile(copied) as jar:
+        properties = jar.read("bridge-version.properties").decode()
+    [jar_version] = re.findall(r"^version=(\S+)$", properties, re.MULTILINE)
+    answered = run_in_image(image, "python", "-m", "elastic_agent", "--version")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.strip() == jar_version, (answered.stdout, jar_version)
