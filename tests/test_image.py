@@ -9,7 +9,8 @@ SIGTERM within the chart's grace period, the advisor, and that the image carries
 the backend and the advisor need.
 
 The image is built ahead of the tests, as the control plane is (scripts/test.sh: `python -m
-tests.container_image build`); without podman or the image, the tests fail saying so.
+tests.container_image build`), and the fixture builds it again, a cached lookup, so that it is always the
+image of the tree under test; without podman, or when the build fails, the tests fail saying so.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.container_image import IMAGE, ROOT, RUNTIME_OPTIONS, image_size
+from tests.container_image import ROOT, RUNTIME_OPTIONS, BuildError, build, image_size
 
 JAR = "/opt/gocd-reuse/plugin/kubernetes-reuse-elastic-agent.jar"
 PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes-reuse"
@@ -76,15 +77,16 @@ RESTRICTED = (
 
 @pytest.fixture(scope="module")
 def image() -> str:
+    """The image of this very tree: built again here, which podman's layer cache makes a lookup when
+    nothing changed (seconds), so that a test run after a change never runs an image of older code."""
     if shutil.which("podman") is None:
         pytest.fail(
             "podman is missing: run `python -m tests.container_image build` (scripts/test.sh does it)"
         )
-    if podman("image", "exists", IMAGE, check=False).returncode != 0:
-        pytest.fail(
-            f"{IMAGE} is not built: run `python -m tests.container_image build` (scripts/test.sh does it)"
-        )
-    return IMAGE
+    try:
+        return build().image
+    except BuildError as error:
+        pytest.fail(f"the image could not be built: {error}")
 
 
 @dataclass(frozen=True)
