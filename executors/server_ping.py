@@ -10,6 +10,7 @@ from elastic_agent.gocd.messages import Agent, ServerPingRequest, cluster_profil
 from elastic_agent.kube.port import ClusterError, Forbidden
 from elastic_agent.pool.agents_without_pods import agents_without_pods
 from elastic_agent.pool.applier import remove_agents
+from elastic_agent.pool.broken_pods import clock_time
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.pods import cluster_label
 from executors.base import RequestContext, Response
@@ -54,6 +55,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             pool.reconcile(agents, gocd, marks.get(pool, 0))
             backend.report_cluster_ok(cluster)
             _report_call_problems(ctx, cluster, pool.problems())
+            _report_broken_pods(ctx, cluster, pool)
         except ClusterError as error:
             every_cluster_seen = False
             backend.report_cluster_problem(cluster, _unreachable(cluster, error))
@@ -120,6 +122,29 @@ def _report_call_problems(ctx: RequestContext, cluster: ClusterProfile, problems
             ctx.backend.report_cluster_problem(cluster, f"{where}: {problems[what]}", what)
         else:
             ctx.backend.report_cluster_ok(cluster, what)
+
+
+def broken_key(cluster: ClusterProfile, fingerprint: str = "") -> str:
+    """The health message's key of a fingerprint held for broken pods (all of the cluster's: none)."""
+    return f"pods:broken:{cluster.cluster_key}:{fingerprint}"
+
+
+def _report_broken_pods(ctx: RequestContext, cluster: ClusterProfile, pool: ClusterPool) -> None:
+    """One message per fingerprint held for broken pods (pool/holds.py); it goes once the fingerprint's
+    pods register again (or nobody asks for it any more)."""
+    health = ctx.backend.health
+    held: set[str] = set()
+    for hold in pool.holds():
+        key = broken_key(cluster, hold.fingerprint)
+        held.add(key)
+        message = (
+            f"{_where(cluster)}: pods of an elastic profile cannot start ({hold.failures} in a row, the "
+            f"latest {hold.pod}): {hold.reason}. No more pods of that profile are created before "
+            f"{clock_time(hold.next_try_at)}; then one is tried, or at once when the profile is changed"
+        )
+        health.problem(key, message, streak=(hold.failures, hold.since))
+    for key in health.keys(broken_key(cluster)) - held:
+        health.resolved(key)
 
 
 def _remove_agents_without_pods(ctx: RequestContext, agents: Mapping[str, Agent]) -> None:

@@ -38,6 +38,11 @@ class HealthReporter:
             self._streaks.pop(key, None)
             return self._problems.pop(key, None) is not None
 
+    def keys(self, prefix: str) -> set[str]:
+        """The keys of the problems recorded now that start with `prefix`."""
+        with self._lock:
+            return {key for key in self._problems if key.startswith(prefix)}
+
     def messages(self, without: Collection[str] = ()) -> list[dict[str, str]]:
         """The messages, but those of the keys `without` (a page that shows them in a place of their own)."""
         with self._lock:

@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from elastic_agent.clock import Clock
+from elastic_agent.kube.pod_status import condition, container_views
 from elastic_agent.kube.port import PodListener, PodView
 from elastic_agent.redaction import traceback_text
 
@@ -76,6 +77,8 @@ def pod_view(obj: Mapping[str, Any]) -> PodView:
         deleting=bool(meta.get("deletionTimestamp")),
         node_name=spec.get("nodeName"),
         containers=tuple(str(c.get("name", "")) for c in spec.get("containers") or []),
+        container_statuses=container_views(status),
+        scheduled=condition(status, "PodScheduled"),
     )
 
 

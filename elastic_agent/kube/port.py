@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from elastic_agent.kube.pod_status import Condition, ContainerView
+
 if TYPE_CHECKING:
     from elastic_agent.kube.outage import OutageTracker
 
@@ -30,6 +32,9 @@ class PodView:
     deleting: bool = False  # metadata.deletionTimestamp is set
     node_name: str | None = None
     containers: tuple[str, ...] = field(default_factory=tuple)
+    # What the kubelet and the scheduler say (kube/pod_status.py): init containers first.
+    container_statuses: tuple[ContainerView, ...] = field(default_factory=tuple)
+    scheduled: Condition | None = None  # the PodScheduled condition, None until the scheduler wrote one
 
 
 class ClusterError(Exception):

@@ -27,8 +27,10 @@ from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.intents import (
     Assign,
     Create,
+    HoldBack,
     Mark,
     Plan,
+    Recovered,
     Release,
     Reserve,
     Retire,
@@ -74,6 +76,10 @@ class Applier:
                 state.book.key_used(intent.spec.fingerprint, intent.job.job_id, intent.key)
             elif isinstance(intent, Supersede):
                 state.book.supersede(intent.fingerprint)
+            elif isinstance(intent, HoldBack):
+                state.book.holds.failed(intent.fingerprint, intent.pod, intent.reason, now)
+            elif isinstance(intent, Recovered):
+                state.book.holds.succeeded(intent.fingerprint)
 
     def carry_out(self, plan: Plan, gocd: GoCDServer | None) -> Done:
         """The calls, in plan order. A `for_request` creation that fails raises (after its reservation is

@@ -27,8 +27,9 @@ from elastic_agent.gocd.messages import Agent, JobIdentifier
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDServer
 from elastic_agent.kube.port import ClusterError, ClusterPort
-from elastic_agent.pool import decisions, marks, reaping, warm
+from elastic_agent.pool import broken_pods, decisions, marks, reaping, warm
 from elastic_agent.pool.applier import Applier, Done
+from elastic_agent.pool.holds import Hold
 from elastic_agent.pool.intents import Create, Plan
 from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.keys import RegistrationKeys
@@ -288,11 +289,16 @@ class ClusterPool:
         for (a change made since is newer than the list)."""
         if not self.synced:
             return Done()
-        done = self._reap(agents, gocd, listed_at, lambda now: reaping.retirements(self.state, agents, now))
+        # Broken pods first: told, held and marked retiring, they go with this ping's retirements.
+        done = self._reap(agents, gocd, listed_at, self._broken_pods,
+                          lambda now: reaping.retirements(self.state, agents, now))  # fmt: skip
         done.created += self.serve_waiting_jobs()
         done.created += self.top_up_warm_pool()
         self.requeue_unwritten()
         return done
+
+    def _broken_pods(self, now: float) -> Plan:
+        return broken_pods.ping_plan(self.state, now)
 
     def wind_down(self, agents: Mapping[str, Agent], gocd: GoCDServer, listed_at: int) -> Done:
         """server-ping's work for a pool whose cluster profile is gone: GoCD's list repairs states as
@@ -306,20 +312,23 @@ class ClusterPool:
         return done
 
     def _reap(
-        self, agents: Mapping[str, Agent], gocd: GoCDServer, listed_at: int, retire: Callable[[float], Plan]
+        self, agents: Mapping[str, Agent], gocd: GoCDServer, listed_at: int, *steps: Callable[[float], Plan]
     ) -> Done:
-        """GoCD's list repairs states, then `retire(now)` chooses what goes, on the repaired states (two
-        plans, each committed before the next reads the state); the calls are made after the lock."""
+        """GoCD's list repairs states, then each of `steps(now)` decides on the states the one before
+        left (broken pods, what retires): each plan is committed before the next reads the state, and
+        the calls of them all are made after the lock, in that order."""
         now = self.clock.now()
         self.state.forget_deleted()
         with self.state.lock:
-            repairs = reaping.what_gocd_says(self.state, agents, now, listed_at)
-            self.applier.commit(repairs, now)
-            retirements = retire(now)
-            self.applier.commit(retirements, now)
+            plan = reaping.what_gocd_says(self.state, agents, now, listed_at)
+            self.applier.commit(plan, now)
+            for step in steps:
+                decided = step(now)
+                self.applier.commit(decided, now)
+                plan += decided
             records = self.state.records()
             self.state.forget_waiting(now, {r.fingerprint for r in records if r.fingerprint})
-        return self.applier.carry_out(repairs + retirements, gocd)
+        return self.applier.carry_out(plan, gocd)
 
     def is_empty(self) -> bool:
         """No pod left, none being created, nothing unwritten: the pool can go."""
@@ -334,7 +343,7 @@ class ClusterPool:
         return self.state.gone_recently()
 
     def serve_waiting_jobs(self) -> list[str]:
-        return self._create_for(lambda state, _now: warm.for_waiting_jobs(state))
+        return self._create_for(warm.for_waiting_jobs)
 
     def top_up_warm_pool(self) -> list[str]:
         return self._create_for(warm.warm_pool)
@@ -366,6 +375,11 @@ class ClusterPool:
         changes = [spec.schedule.next_change(now) for _, spec in self.schedules() if spec.schedule]
         found = [change for change in changes if change is not None]
         return min(found) if found else None
+
+    def holds(self) -> list[Hold]:
+        """Fingerprints held for broken pods (holds.py), for health messages and the status pages."""
+        with self.state.lock:
+            return self.state.book.holds.held()
 
     def demand_of(self, fingerprint: str) -> tuple[int, int]:
         """(jobs waiting, pods booting or idle) of a fingerprint, for the status pages."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import marks
+from elastic_agent.pool.broken_pods import held_back
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.intents import (
     NOTHING,
@@ -19,6 +20,7 @@ from elastic_agent.pool.intents import (
     Intent,
     Mark,
     Plan,
+    Recovered,
     Release,
     Reserve,
     Retire,
@@ -41,7 +43,8 @@ WAITING_FOR_THE_LIST = (
 def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, now: float) -> Plan:
     """Join the job to the waiting jobs of its fingerprint and create a pod only while those outnumber
     the fingerprint's booting and idle pods (reuse), or exactly one pod per job id (no reuse); within
-    pending_pods_count and max_pods, where an idle pod of another fingerprint gives way."""
+    pending_pods_count and max_pods, where an idle pod of another fingerprint gives way; none while the
+    fingerprint is held for broken pods, but its one try (broken_pods.creatable)."""
     view = state.indexed()
     running = next((r for r in view.running(job.job_id) if state.alive(r)), None)
     if running is not None:
@@ -67,6 +70,9 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
             return Plan(message=f"pod {mine.name} was already created for this job")
         if state.is_creating(job.job_id):
             return Plan(message="a pod for this job is being created")
+    held = held_back(state, spec.fingerprint, view, now)
+    if held is not None:  # its pods are broken: no pile-up (holds.py)
+        return Plan(tuple(intents), held)
     settings = state.settings
     pending = state.pending(view)
     if pending >= settings.pending_pods_count:
@@ -122,6 +128,8 @@ def should_assign_work(
     if record is None or not state.alive(record):
         return False, NOTHING
     registration = NOTHING if record.registered else Plan((marks.registered(record, clock.now()),))
+    if not record.registered and state.book.holds.get(record.fingerprint) is not None:
+        registration += Plan((Recovered(record.fingerprint or ""),))  # a pod of a held profile came up
     if record.state not in (PodState.BOOTING, PodState.IDLE):
         return False, registration
     if record.reuse and spec.reuse:

@@ -10,7 +10,8 @@ waiting job every two minutes, which brings them back):
 - the recipe: the latest JobSpec asked for, from which the warm pool and the waiting jobs get pods
   created outside create-agent;
 - whether the fingerprint is superseded: a job-completion showed that its profile was edited, so its
-  idle pods retire at the next ping instead of at their idle timeout.
+  idle pods retire at the next ping instead of at their idle timeout;
+- whether it is held because its pods are broken (`holds`, holds.py).
 
 Nothing here may grow without bound on a backend that runs for months while admins edit profiles and
 pipelines come and go: a waiting job not re-sent for `WAITING_TTL_S` was assigned elsewhere or cancelled;
@@ -27,6 +28,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.pool.holds import Holds
 from elastic_agent.pool.job_spec import JobSpec
 
 # GoCD re-sends create-agent to a waiting job every 2 minutes; a job not heard of for longer than this
@@ -67,6 +69,7 @@ class FingerprintBook:
         self._waiting: dict[str, dict[int, WaitingJob]] = {}
         self._recipes: dict[str, Recipe] = {}
         self._superseded: dict[str, None] = {}
+        self.holds = Holds()
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -102,6 +105,7 @@ class FingerprintBook:
             "waiting_jobs": sum(len(jobs) for jobs in self._waiting.values()),
             "recipes": len(self._recipes),
             "superseded": len(self._superseded),
+            "holds": len(self.holds),
         }
 
     # -- changing (the Applier's commits) ------------------------------------------------------------
@@ -163,4 +167,5 @@ class FingerprintBook:
             unused_recipe = fingerprint not in self._waiting and fingerprint not in with_pods
             if unused_recipe and now - recipe.last_asked > FORGET_AFTER_S:
                 del self._recipes[fingerprint]
+        self.holds.forget_except(set(self._recipes) | set(with_pods))
         return unused

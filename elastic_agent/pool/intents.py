@@ -17,6 +17,9 @@ In memory, under the lock:
 - `Assign`: a pod said `true` to a job; the job is no longer waiting.
 - `Release`: the pod's job is over (job-completion, or GoCD says the agent is idle).
 - `Supersede`: the profile behind a fingerprint was edited: its pods are stale.
+- `HoldBack`: a pod of the fingerprint is broken: create no more of it until the hold's next try
+  (holds.py).
+- `Recovered`: a pod of a held fingerprint registered: the hold ends.
 
 Carried out after the lock, in plan order:
 - `Create`: create a pod (its reservation was taken with the decision).
@@ -73,6 +76,18 @@ class Supersede:
 
 
 @dataclass(frozen=True)
+class HoldBack:
+    fingerprint: str
+    pod: str
+    reason: str  # Kubernetes' reason and message (broken.Breakage.text)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    fingerprint: str
+
+
+@dataclass(frozen=True)
 class Create:
     """`key` None: take the newest banked key when creating (the warm pool)."""
 
@@ -100,7 +115,7 @@ class Say:
     job: JobIdentifier | None = None
 
 
-Intent = Mark | Reserve | Wait | Assign | Release | Supersede | Create | Retire | Say
+Intent = Mark | Reserve | Wait | Assign | Release | Supersede | HoldBack | Recovered | Create | Retire | Say
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ ANN_ENVIRONMENT = PREFIX + "environment"  # the GoCD environment the agent regis
 ANN_RETIRE_REASON = PREFIX + "retire-reason"
 ANN_REUSE = PREFIX + "reuse"  # "true" when the profile allows reuse
 ANN_REGISTERED = PREFIX + "registered"  # "true" once the agent was seen by GoCD
+ANN_OOM_TOLD = PREFIX + "oom-told"  # "<job id>:<container>:<restarts>" of the OOM kill told to the job
 
 # Annotations for node autoscalers (a busy pod must not be disrupted).
 ANN_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"

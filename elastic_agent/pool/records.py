@@ -46,6 +46,7 @@ class PodRecord:
     deleting: bool
     retire_reason: str | None
     schedule: Schedule | None = None  # ReuseSchedule: the knobs above are its plain values
+    oom_told: str | None = None  # the OOM kill last told to a job's console (broken.oom_killed)
 
     @classmethod
     def from_pod(
@@ -92,6 +93,7 @@ class PodRecord:
             reason=pod.reason,
             deleting=pod.deleting,
             retire_reason=annotations.get(labels.ANN_RETIRE_REASON),
+            oom_told=annotations.get(labels.ANN_OOM_TOLD),
         )
 
     @property

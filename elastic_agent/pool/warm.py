@@ -8,15 +8,16 @@ Each decision plans every creation it wants at once, within the room the caps le
 
 from __future__ import annotations
 
+from elastic_agent.pool.broken_pods import creatable
 from elastic_agent.pool.intents import Create, Intent, Plan, Reserve
 from elastic_agent.pool.state import PoolState
 
 
-def for_waiting_jobs(state: PoolState) -> Plan:
+def for_waiting_jobs(state: PoolState, now: float) -> Plan:
     """Pods while a fingerprint's waiting jobs outnumber its booting and idle pods, with those jobs'
     unused keys (newest first: it lives longest), so that no job waits for GoCD's two-minute re-send
     because a pod it counted on went away. Only the jobs' own keys: the bank's are the warm pool's, and
-    a key is in one of the two, never both."""
+    a key is in one of the two, never both. A fingerprint held for broken pods gets its one try at most."""
     view = state.indexed()
     room = state.room(view)
     intents: list[Intent] = []
@@ -25,9 +26,12 @@ def for_waiting_jobs(state: PoolState) -> Plan:
         if spec is None or room <= 0:
             continue
         waiting, supply = state.demand(fingerprint, view)
+        wanted = min(waiting - supply, room)
+        allowed = creatable(state, fingerprint, view, now)
+        wanted = wanted if allowed is None else min(wanted, allowed)
         with_keys = [(entry.job, entry.key) for entry in state.book.waiting(fingerprint) if entry.key]
         with_keys.sort(key=lambda held: held[1].since, reverse=True)  # stable: ties keep their order
-        for job, held in with_keys[: max(0, min(waiting - supply, room))]:
+        for job, held in with_keys[: max(0, wanted)]:
             token = ("waiting", job.job_id)
             said = "created pod {pod}: jobs of its profile were still waiting"
             intents += [Reserve(token, fingerprint), Create(token, job, spec, held.key, said)]
@@ -39,13 +43,13 @@ def warm_pool(state: PoolState, now: float) -> Plan:
     """Pods ahead of demand, with banked keys (those that outlive the pod's auto_register_timeout: keys.py),
     until each fingerprint with MinIdlePods (in force at `now`: a ReuseSchedule's period may want more)
     has that many idle or booting pods beyond its waiting jobs. A superseded fingerprint gets none: its
-    pods retire."""
+    pods retire, and a fingerprint held for broken pods gets none (it is tried for a waiting job)."""
     view = state.indexed()
     room, keys = state.room(view), state.keys.usable(state.settings.auto_register_timeout)
     intents: list[Intent] = []
     for fingerprint, spec in state.book.recipes():
         wanted = spec.knobs(now).min_idle_pods
-        if not wanted or state.book.is_superseded(fingerprint):
+        if not wanted or state.book.is_superseded(fingerprint) or state.book.holds.get(fingerprint):
             continue
         waiting, ready = state.demand(fingerprint, view)
         for _ in range(max(0, min(wanted - (ready - waiting), room, keys))):

@@ -3,7 +3,10 @@
 It listens to the `FakeKubeStore`. A new pod is scheduled to a node at once and starts Running after a
 boot delay measured on the injected clock; then its agent "starts": the AgentHost (the simulated GoCD
 server) hears `agent_started` with the first container's environment. Deletion, failure and eviction
-stop the agent. Faults: pods that fail, image pulls that never succeed, agents that never register.
+stop the agent. Faults (`PodFault`): pods that fail, agents that never register, and the statuses of
+pods that cannot run, with the real kubelet's reasons, messages and back-off timing
+(kubelet_troubles.py, kubelet_statuses.py): image pulls that never succeed, invalid image names,
+missing configuration, no node that fits, crash loops, and OOM kills (also on demand, `oom_kill`).
 
 Two ways to drive it: `step()` does everything due at `clock.now()` (deterministic, for virtual time),
 `start()` runs a background thread that steps continuously (for real or scaled time).
@@ -22,22 +25,38 @@ from typing import Any, Literal, Protocol
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.agents import AgentHost
 from elastic_agent.simulation.fake_kube_store import Obj, rfc3339
+from elastic_agent.simulation.kubelet_statuses import container_status, env_of, first_container
+from elastic_agent.simulation.kubelet_troubles import AT_ADMISSION, Step, Trouble, oom_killed, restart_policy
 
 log = logging.getLogger(__name__)
 
 AGENT_ID_VAR = "GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID"
 
 
+FaultKind = Literal[
+    "fail", "no_register", "image_pull", "invalid_image", "config_error", "unschedulable", "crash_loop", "oom"
+]
+
+
 @dataclass(frozen=True)
 class PodFault:
     """What goes wrong with a pod. `fail`: it starts, then fails `after` seconds later (reason/message
-    as given); `image_pull`: it stays Pending with ErrImagePull events; `no_register`: it runs, but its
-    agent never reaches the GoCD server."""
+    as given); `no_register`: it runs, but its agent never reaches the GoCD server; `image_pull`: it
+    stays Pending, ErrImagePull and ImagePullBackOff by turns (`message`: the pull's error, if given);
+    `invalid_image`, `config_error` (`message`: what is missing, if given), `unschedulable`
+    (`message`: the scheduler's, if given): it stays Pending so; `crash_loop`: the agent exits with
+    code 1 `after` seconds after each start (CrashLoopBackOff, or a Failed pod with restartPolicy
+    Never); `oom`: its agent registers and is OOM-killed `after` seconds after the start."""
 
-    kind: Literal["fail", "image_pull", "no_register"]
+    kind: FaultKind
     reason: str = "Error"
     message: str = "the agent container exited with code 1"
     after: float = 0.0
+
+    @property
+    def own_message(self) -> str:
+        """`message` when given for this kind (the default is `fail`'s): else the kubelet's own."""
+        return "" if self.message == PodFault.message else self.message
 
 
 class PodHost(Protocol):
@@ -73,7 +92,7 @@ FaultPolicy = Callable[[Obj], PodFault | None]
 class _Task:
     due: float
     seq: int
-    action: str = field(compare=False)  # start | fail
+    action: str = field(compare=False)  # start | fail | sync | crash | restart | oom
     namespace: str = field(compare=False)
     name: str = field(compare=False)
     uid: str = field(compare=False)
@@ -88,6 +107,8 @@ class _PodLife:
     fault: PodFault | None
     agent_running: bool = False
     finished: bool = False  # failed, evicted or deleted: nothing more happens to it
+    trouble: Trouble | None = None
+    started_at: float = 0.0  # when its container last started
 
 
 class SimulatedKubelet:
@@ -195,39 +216,39 @@ class SimulatedKubelet:
         fault = self.faults(pod) if self.faults is not None else None
         with self._lock:
             life = _PodLife(ns, name, uid, next(self._nodes), fault)
+            if fault is not None and fault.kind in (*AT_ADMISSION, "crash_loop"):
+                life.trouble = Trouble(fault.kind, pod, fault.own_message)
             self._pods[(ns, uid)] = life
-        self.store.update_status(
-            ns,
-            name,
-            uid,
-            {
-                "nodeName": life.node,
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "True",
-                        "lastTransitionTime": rfc3339(self.clock.now()),
-                    }
-                ],
-            },
-        )
-        self.store.add_event(ns, name, "Scheduled", f"Successfully assigned {ns}/{name} to {life.node}")
-        image = _first_container(pod).get("image", "unknown")
-        self.store.add_event(ns, name, "Pulling", f'Pulling image "{image}"')
-        if fault is not None and fault.kind == "image_pull":
-            failure = f'Failed to pull image "{image}": {fault.message}'
-            self.store.add_event(ns, name, "Failed", failure, "Warning")
-            self.store.add_event(ns, name, "BackOff", f'Back-off pulling image "{image}"', "Normal")
-            waiting = {"waiting": {"reason": "ErrImagePull", "message": fault.message}}
-            self.store.update_status(
-                ns,
-                name,
-                uid,
-                {"containerStatuses": [_container_status(_first_container(pod), False, waiting)]},
-            )
+        trouble = life.trouble
+        if trouble is not None and trouble.kind == "unschedulable":
+            self._apply(life, trouble.admitted(self.clock.now()))
             return
+        at = rfc3339(self.clock.now())
+        scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": at}
+        self.store.update_status(ns, name, uid, {"nodeName": life.node, "conditions": [scheduled]})
+        self.store.add_event(ns, name, "Scheduled", f"Successfully assigned {ns}/{name} to {life.node}")
+        if trouble is not None and trouble.kind in AT_ADMISSION:
+            self._apply(life, trouble.admitted(self.clock.now()))
+            return
+        image = first_container(pod).get("image", "unknown")
+        self.store.add_event(ns, name, "Pulling", f'Pulling image "{image}"')
         delay = self.boot_delay(pod) if callable(self.boot_delay) else self.boot_delay
         self._schedule(self.clock.now() + max(0.0, delay), "start", ns, name, uid)
+
+    def _apply(self, life: _PodLife, step: Step) -> None:
+        """Write what a trouble's step says, and look again when it asks."""
+        ns, name, uid = life.namespace, life.name, life.uid
+        status = dict(step.status or {})
+        if step.fails:
+            status |= {"phase": "Failed", "conditions": [{"type": "Ready", "status": "False"}]}
+        if status and self.store.update_status(ns, name, uid, status) is None:
+            return  # gone meanwhile
+        for reason, message, type_ in step.events:
+            self.store.add_event(ns, name, reason, message, type_)
+        if step.fails:
+            self._finish(life, delete=False)
+        elif step.again_at is not None:
+            self._schedule(step.again_at, "sync", ns, name, uid)
 
     def _schedule(self, due: float, action: str, ns: str, name: str, uid: str) -> None:
         with self._lock:
@@ -238,10 +259,27 @@ class SimulatedKubelet:
             life = self._pods.get((task.namespace, task.uid))
         if life is None or life.finished:
             return
+        now, trouble = self.clock.now(), life.trouble
         if task.action == "start":
             self._start_pod(life)
         elif task.action == "fail" and life.fault is not None:
             self._fail(life, life.fault.reason, life.fault.message)
+        elif task.action == "oom":
+            self._oom(life)
+        elif trouble is None:
+            return
+        elif task.action == "sync":
+            self._apply(life, trouble.sync(now))
+        elif task.action == "crash":
+            step, restart_at = trouble.exited(now, life.started_at, restart_policy(trouble.pod))
+            self._apply(life, step)
+            if restart_at is not None:
+                self._schedule(restart_at, "restart", life.namespace, life.name, life.uid)
+        elif task.action == "restart":
+            life.started_at = now
+            self._apply(life, trouble.restarted(now))
+            after = life.fault.after if life.fault else 0.0
+            self._schedule(now + after, "crash", life.namespace, life.name, life.uid)
 
     def _start_pod(self, life: _PodLife) -> None:
         ns, name, uid = life.namespace, life.name, life.uid
@@ -251,7 +289,7 @@ class SimulatedKubelet:
             return  # deleted meanwhile
         if pod["metadata"]["uid"] != uid:
             return
-        container = _first_container(pod)
+        container = first_container(pod)
         cname = container.get("name", "agent")
         self.store.add_event(ns, name, "Pulled", f'Successfully pulled image "{container.get("image")}"')
         self.store.add_event(ns, name, "Created", f"Created container {cname}")
@@ -260,17 +298,24 @@ class SimulatedKubelet:
         updated = self.store.update_status(ns, name, uid, {
             "phase": "Running", "podIP": f"10.0.0.{next(self._seq) % 250 + 2}", "startTime": now,
             "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
-            "containerStatuses": [_container_status(container, True, {"running": {"startedAt": now}})],
+            "containerStatuses": [container_status(container, True, {"running": {"startedAt": now}})],
         })  # fmt: skip
         if updated is None:
             return
-        env = _env(container)
+        env = env_of(container)
+        life.started_at = self.clock.now()
         self.store.append_log(ns, name, f"{now} INFO  Starting GoCD agent in container {cname}")
         self.store.append_log(ns, name, f"{now} INFO  Agent server URL: {env.get('GO_EA_SERVER_URL', '?')}")
         fault = life.fault
         if fault is not None and fault.kind == "fail":
             self._schedule(self.clock.now() + fault.after, "fail", ns, name, uid)
             return
+        if fault is not None and fault.kind == "crash_loop":
+            self.store.append_log(ns, name, f"{now} ERROR The agent exits: its configuration is unusable")
+            self._schedule(self.clock.now() + fault.after, "crash", ns, name, uid)
+            return
+        if fault is not None and fault.kind == "oom":
+            self._schedule(self.clock.now() + fault.after, "oom", ns, name, uid)
         if fault is not None and fault.kind == "no_register":
             self.store.append_log(ns, name, f"{now} ERROR Could not register with the GoCD server")
             return
@@ -317,29 +362,22 @@ class SimulatedKubelet:
              namespace: str | None = None) -> None:  # fmt: skip
         self._fail(self._life(name, namespace), reason, message)
 
+    def oom_kill(self, name: str, namespace: str | None = None) -> None:
+        """The kernel kills the pod's agent container for memory (exit code 137, reason OOMKilled)."""
+        self._oom(self._life(name, namespace))
+
+    def _oom(self, life: _PodLife) -> None:
+        try:
+            pod = self.store.get_pod(life.namespace, life.name)
+        except Exception:
+            return  # deleted meanwhile
+        step = oom_killed(pod, life.started_at, self.clock.now())
+        self._apply(life, step)
+        with self._lock:
+            was_running, life.agent_running = life.agent_running, False
+        if was_running:
+            self.agent_host.agent_stopped(life.name)
+
     def running_agents(self) -> list[str]:
         with self._lock:
             return sorted(life.name for life in self._pods.values() if life.agent_running)
-
-
-def _first_container(pod: Mapping[str, Any]) -> dict[str, Any]:
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    first = containers[0]
-    return first if isinstance(first, dict) else {}
-
-
-def _container_status(container: Mapping[str, Any], ready: bool, state: Obj) -> Obj:
-    # Every field the official client's model requires, or it refuses to deserialize the pod.
-    image = str(container.get("image", "unknown"))
-    return {"name": container.get("name", "agent"), "image": image, "imageID": "" if not ready else
-            f"docker-pullable://{image}", "ready": ready, "restartCount": 0, "started": ready,
-            "state": state}  # fmt: skip
-
-
-def _env(container: Mapping[str, Any]) -> dict[str, str]:
-    """Literal `value`s of the container's env; `valueFrom` needs a real kubelet and is left out."""
-    return {
-        str(item["name"]): str(item.get("value", ""))
-        for item in container.get("env") or []
-        if isinstance(item, dict) and "name" in item and "valueFrom" not in item
-    }

@@ -1,0 +1,202 @@
+"""Broken pods are reported within one server-ping, end to end on the simulated GoCD server and the fake
+cluster with its simulated kubelet, in virtual time: the waiting job's console and a health message
+name Kubernetes' reason and message, the broken pod is deleted, no more pods of its profile pile up,
+it is tried again after a back-off or at once when the profile changes, and an agent OOM-killed under a
+job is named in that job's console."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elastic_agent.simulation.fake_kube_store import Obj
+from elastic_agent.simulation.gocd_model import GoCDConfig, Job
+from elastic_agent.simulation.harness import VirtualStack
+from elastic_agent.simulation.kubelet import PodFault
+from tests.stack_helpers import pod_names, reuse_profile, schedule
+from tests.virtual_helpers import assigned, completed
+
+MISSING = "registry.example.test/gocd-agent:does-not-exist"
+CRASHING = "registry.example.test/gocd-agent:exits-at-start"
+GREEDY = "registry.example.test/gocd-agent:needs-more"
+HUGE = "registry.example.test/gocd-agent:huge"
+NO_CONFIG = "registry.example.test/gocd-agent:needs-a-secret"
+BAD_NAME = "Registry.Example.Test/UPPER:case"
+CRASH_LOOP_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-{{ POD_POSTFIX }}
+spec:
+  restartPolicy: Always
+  containers:
+    - name: agent
+      image: registry.example.test/gocd-agent:exits-at-start
+"""
+
+
+class Faults:
+    """The kubelet's fault per image; `fixed` images pull again (the registry got the image)."""
+
+    def __init__(self) -> None:
+        self.fixed: set[str] = set()
+
+    def __call__(self, pod: Obj) -> PodFault | None:
+        image = pod["spec"]["containers"][0].get("image", "")
+        if image in self.fixed:
+            return None
+        return {
+            MISSING: PodFault("image_pull"),
+            CRASHING: PodFault("crash_loop", after=1.0),
+            GREEDY: PodFault("oom", after=1000.0),
+            HUGE: PodFault("unschedulable"),
+            NO_CONFIG: PodFault("config_error"),
+            BAD_NAME: PodFault("invalid_image"),
+        }.get(image)
+
+
+def broken_stack(faults: Faults | None = None) -> VirtualStack:
+    return VirtualStack(boot_delay=5.0, gocd=GoCDConfig(seed=1), faults=faults or Faults())
+
+
+def waiting_reason(stack: VirtualStack, name: str) -> str | None:
+    for pod in stack.pods():
+        if pod["metadata"]["name"] == name:
+            statuses = pod["status"].get("containerStatuses") or [{}]
+            return ((statuses[0].get("state") or {}).get("waiting") or {}).get("reason")
+    return None
+
+
+def pods_of(stack: VirtualStack, image: str) -> list[dict[str, Any]]:
+    return [p for p in stack.pods() if p["spec"]["containers"][0].get("image") == image
+            and not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+
+
+def broken_health(stack: VirtualStack) -> list[str]:
+    return [m.message for m in stack.gocd.health_messages if "cannot start" in m.message]
+
+
+def first_pod(stack: VirtualStack) -> str:
+    stack.run_until(lambda: stack.pods_created, 60, "a pod being created")
+    return stack.pods_created[0]
+
+
+def console(stack: VirtualStack, job: Job) -> str:
+    return stack.gocd.job(job.job_id).console_text
+
+
+def test_an_image_that_cannot_be_pulled_is_told_to_the_job_and_in_health_at_the_next_ping() -> None:
+    stack = broken_stack()
+    job = schedule(stack, reuse_profile(stack, Image=MISSING))
+    name = first_pod(stack)
+    stack.run_until(lambda: waiting_reason(stack, name) == "ImagePullBackOff", 120, "the pull backing off")
+    pings = stack.gocd.stats.pings_sent
+    stack.run_until(lambda: "ImagePullBackOff" in console(stack, job), 120, "the console line")
+    assert stack.gocd.stats.pings_sent == pings + 1  # the first ping after the pod broke told it
+    line = next(line for line in stack.gocd.job(job.job_id).console if "ImagePullBackOff" in line)
+    assert f"pod {name} cannot start" in line and f'Back-off pulling image "{MISSING}"' in line
+    [health] = broken_health(stack)
+    assert f"ImagePullBackOff: Back-off pulling image \"{MISSING}\"" in health and name in health
+    assert stack.backend.health.keys("pods:broken:") != set()
+    stack.settle()
+    assert name not in pod_names(stack)  # deleted in the same ping
+
+
+def test_a_held_profile_does_not_pile_up_pods_and_is_tried_one_pod_at_a_time_after_the_back_off() -> None:
+    stack = broken_stack()
+    jobs = [schedule(stack, reuse_profile(stack, Image=MISSING), name=f"job-{i}") for i in range(4)]
+    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
+    stack.settle()
+    held_at, created = stack.clock.now(), len(stack.pods_created)
+    most = 0
+
+    def tried_twice() -> bool:
+        nonlocal most
+        most = max(most, len(pods_of(stack, MISSING)))
+        return len(stack.pods_created) >= created + 2
+
+    stack.run_until(tried_twice, 1200, "two tries after the hold")
+    assert most <= 1  # with four jobs waiting and room for ten pending pods
+    assert created <= len(jobs)  # before the hold: at most a pod per waiting job
+    assert stack.clock.now() - held_at >= 30 + 60  # the second try waited out both back-offs
+    for job in jobs:
+        assert "cannot start" in console(stack, job)
+
+
+def test_the_retry_after_the_back_off_clears_the_hold_once_the_image_pulls() -> None:
+    faults = Faults()
+    stack = broken_stack(faults)
+    job = schedule(stack, reuse_profile(stack, Image=MISSING))
+    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
+    faults.fixed.add(MISSING)  # the image is pushed to the registry
+    done = completed(stack, job, within_s=900)
+    assert done.agent_id is not None and done.agent_id != stack.pods_created[0]
+    stack.run_until(lambda: not broken_health(stack), 120, "the health message going")
+    assert stack.backend.health.keys("pods:broken:") == set()
+
+
+def test_a_changed_profile_gets_a_pod_at_once_while_the_old_one_is_held() -> None:
+    stack = broken_stack()
+    schedule(stack, reuse_profile(stack, Image=MISSING))
+    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
+    fixed = reuse_profile(stack, Image="gocd/gocd-agent-alpine-3.19:v24.1.0")
+    edited = schedule(stack, fixed, name="after-edit")
+    before = len(stack.pods_created)
+    stack.run_until(lambda: len(stack.pods_created) > before, 30, "a pod for the edited profile")
+    assert completed(stack, edited).agent_id is not None
+
+
+def test_an_agent_that_exits_at_start_is_broken_at_once_with_its_exit_code() -> None:
+    stack = broken_stack()
+    job = schedule(stack, reuse_profile(stack, Image=CRASHING))  # properties: restartPolicy Never
+    name = first_pod(stack)
+    stack.run_until(lambda: "cannot start" in console(stack, job), 180, "the console line")
+    assert f"pod {name} cannot start: Kubernetes says container agent: Error: exited with code 1" in console(
+        stack, job
+    )
+
+
+def test_a_crash_loop_is_named_with_the_kubelets_back_off_message() -> None:
+    stack = broken_stack()
+    job = schedule(stack, reuse_profile(stack, PodSpecType="yaml", PodConfiguration=CRASH_LOOP_POD))
+    name = first_pod(stack)
+    stack.run_until(lambda: "CrashLoopBackOff" in console(stack, job), 180, "the console line")
+    assert f"CrashLoopBackOff: back-off 10s restarting failed container=agent pod={name}_ci(" in console(
+        stack, job
+    )
+
+
+def test_an_unschedulable_pod_is_named_with_the_schedulers_message_once_it_is_thirty_seconds_old() -> None:
+    stack = broken_stack()
+    job = schedule(stack, reuse_profile(stack, Image=HUGE))
+    name = first_pod(stack)
+    stack.run_until(lambda: "Unschedulable" in console(stack, job), 180, "the console line")
+    assert "Unschedulable: 0/1 nodes are available: 1 Insufficient memory." in console(stack, job)
+    stack.settle()
+    assert name not in pod_names(stack)
+
+
+def test_missing_configuration_and_invalid_image_names_are_named_with_the_kubelets_words() -> None:
+    stack = broken_stack()
+    secret = schedule(stack, reuse_profile(stack, Image=NO_CONFIG), name="needs-secret")
+    bad = schedule(stack, reuse_profile(stack, Image=BAD_NAME), name="bad-name")
+    told = lambda: all("cannot start" in console(stack, job) for job in (secret, bad))  # noqa: E731
+    stack.run_until(told, 180, "both console lines")
+    assert 'CreateContainerConfigError: secret "agent-settings" not found' in console(stack, secret)
+    assert f'InvalidImageName: Failed to apply default image tag "{BAD_NAME}"' in console(stack, bad)
+    assert len(broken_health(stack)) == 2  # one per held fingerprint
+
+
+def test_an_agent_oom_killed_under_a_job_is_named_in_its_console_once() -> None:
+    stack = broken_stack()
+    job = schedule(stack, reuse_profile(stack, Image=GREEDY), duration=900.0)
+    running = assigned(stack, job)
+    assert running.agent_id is not None
+    stack.run_for(30)
+    stack.kubelet.oom_kill(running.agent_id)
+    stack.run_until(lambda: "OOMKilled" in console(stack, job), 120, "the OOM line")
+    stack.run_for(180)  # more pings: the kill is told once
+    lines = [line for line in stack.gocd.job(job.job_id).console if "OOMKilled" in line]
+    assert len(lines) == 1
+    assert f"container agent of pod {running.agent_id} was killed for lack of memory" in lines[0]
+    assert "exit code 137" in lines[0]
+    assert broken_health(stack) == []  # a job's memory, not a broken profile
