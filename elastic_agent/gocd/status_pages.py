@@ -16,6 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from elastic_agent import __version__
 from elastic_agent.clock import Clock
+from elastic_agent.gocd.status_holds import HeldRow, held_rows
 from elastic_agent.gocd.versions import Versions
 from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import labels
@@ -248,6 +249,7 @@ class ClusterSummary:
     settings: list[Setting] = field(default_factory=list)
     waiting: int = 0  # jobs known to wait for a pod of a reuse-enabled profile
     schedules: list[ScheduleRow] = field(default_factory=list)
+    held: list[HeldRow] = field(default_factory=list)  # profiles whose pods are broken
 
     @property
     def total(self) -> int:
@@ -269,6 +271,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
         settings=_settings(pool),
         waiting=sum(pool.waiting_jobs().values()),
         schedules=schedule_rows(pool, clock),
+        held=held_rows(pool, clock),
     )
 
 
