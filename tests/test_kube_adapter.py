@@ -291,3 +291,39 @@ def test_stop_does_not_wait_for_a_list_that_the_api_server_never_answers() -> No
         silent.close()
     thread.join(10)
     assert not thread.is_alive() and not adapter.wait_synced(0)
+
+
+def test_the_view_carries_what_the_kubelet_and_the_scheduler_say(fake_kube: FakeKubeServer,
+                                                                 cluster: KubeCluster) -> None:  # fmt: skip
+    """Through the API and the official client: each container's waiting reason and message, its
+    termination and restart count, and the PodScheduled condition (kube/pod_status.py)."""
+    from elastic_agent.kube.pod_status import Condition, Termination
+    from elastic_agent.simulation.agents import NoAgents
+    from elastic_agent.simulation.kubelet import PodFault, SimulatedKubelet
+
+    faults = {"pulling": PodFault("image_pull"), "too-big": PodFault("unschedulable")}
+    kubelet = SimulatedKubelet(fake_kube.store, fake_kube.store.clock, NoAgents(), boot_delay=0.05,
+                               faults=lambda pod: faults.get(pod["metadata"]["name"]))  # fmt: skip
+    kubelet.start()
+    try:
+        for name in ("pulling", "too-big", "oom"):
+            cluster.create_pod(pod_manifest(name))
+        assert wait_for(lambda: (p := cluster.get("pulling")) is not None and p.container_statuses != ())
+        pulling = cluster.get("pulling")
+        assert pulling is not None
+        [agent] = pulling.container_statuses
+        assert (agent.name, agent.waiting_reason, agent.restart_count) == ("agent", "ErrImagePull", 0)
+        assert agent.waiting_message is not None and "not found" in agent.waiting_message
+        assert pulling.scheduled == Condition("True")
+        assert wait_for(lambda: (p := cluster.get("too-big")) is not None and p.scheduled is not None)
+        too_big = cluster.get("too-big")
+        assert too_big is not None and too_big.node_name is None
+        assert too_big.scheduled is not None and too_big.scheduled.reason == "Unschedulable"
+        assert wait_for(lambda: (p := cluster.get("oom")) is not None and p.phase == "Running")
+        kubelet.oom_kill("oom")
+        restarted = lambda: (p := cluster.get("oom")) is not None and p.container_statuses[0].restart_count  # noqa: E731
+        assert wait_for(restarted)
+        oom = cluster.get("oom")
+        assert oom is not None and oom.container_statuses[0].last_terminated == Termination("OOMKilled", 137)
+    finally:
+        kubelet.stop()

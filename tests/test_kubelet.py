@@ -161,3 +161,88 @@ def test_pods_created_before_the_kubelet_are_adopted() -> None:
     kubelet = SimulatedKubelet(store, clock, host, boot_delay=0.0)
     kubelet.step()
     assert phase(store, "early") == "Running" and [n for n, _ in host.started] == ["early"]
+
+
+def waiting_of(store: FakeKubeStore, name: str) -> dict[str, Any]:
+    status = store.get_pod(NS, name)["status"]["containerStatuses"][0]
+    return dict(status["state"].get("waiting") or {})
+
+
+def test_a_failing_pull_alternates_err_image_pull_and_back_off_as_the_kubelets_back_off_doubles() -> None:
+    """image_manager.go: each failed pull starts a back-off (10 s doubling); syncs within it say
+    ImagePullBackOff, the first sync after it pulls again; the pod worker syncs every 10 s."""
+    store, clock, _, kubelet = setup(faults=lambda pod: PodFault("image_pull"))
+    store.create_pod(NS, pod_manifest("pull", **AGENT_ENV))
+    seen: dict[float, dict[str, Any]] = {}
+    for _ in range(16):
+        kubelet.step()
+        seen[clock.now() - 1_700_000_000.0] = waiting_of(store, "pull")
+        clock.advance(10)
+    pulls = [at for at, waiting in seen.items() if waiting["reason"] == "ErrImagePull"]
+    assert pulls[:5] == [0.0, 10.0, 30.0, 70.0, 150.0]  # back-offs of 10, 20, 40 and 80 s
+    image = "gocd/gocd-agent-ubuntu-22.04:v24.1.0"
+    assert seen[20.0] == {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+    assert "failed to pull and unpack image" in seen[0.0]["message"]
+    assert phase(store, "pull") == "Pending" and "BackOff" in reasons(store, "pull")
+
+
+def test_invalid_names_missing_configuration_and_no_node_stay_pending_with_their_reasons() -> None:
+    kinds = {"bad": "invalid_image", "secret": "config_error", "big": "unschedulable"}
+    def fault(pod: dict[str, Any]) -> PodFault:
+        return PodFault(kinds[pod["metadata"]["name"]])  # type: ignore[arg-type]
+
+    store, clock, host, kubelet = setup(faults=fault)
+    for name in kinds:
+        store.create_pod(NS, pod_manifest(name, **AGENT_ENV))
+    kubelet.step()
+    clock.advance(600)
+    kubelet.step()
+    assert waiting_of(store, "bad")["reason"] == "InvalidImageName"
+    assert "couldn't parse image reference" in waiting_of(store, "bad")["message"]
+    assert waiting_of(store, "secret") == {"reason": "CreateContainerConfigError",
+                                           "message": 'secret "agent-settings" not found'}  # fmt: skip
+    big = store.get_pod(NS, "big")
+    assert not big["spec"].get("nodeName") and big["status"]["phase"] == "Pending"
+    [scheduled] = big["status"]["conditions"]
+    said = (scheduled["type"], scheduled["status"], scheduled["reason"])
+    assert said == ("PodScheduled", "False", "Unschedulable")
+    assert "FailedScheduling" in reasons(store, "big") and host.started == []
+
+
+def test_a_crash_loop_restarts_at_once_then_backs_off_doubling() -> None:
+    """kuberuntime_manager.go's doBackOff: the first exit restarts at once, later ones wait 10 s, 20 s..."""
+    store, clock, host, kubelet = setup(boot_delay=0.0, faults=lambda pod: PodFault("crash_loop", after=1.0))
+    store.create_pod(NS, pod_manifest("loop", **AGENT_ENV))
+    kubelet.step()
+    starts = []
+    for _ in range(60):
+        clock.advance(1)
+        kubelet.step()
+        status = store.get_pod(NS, "loop")["status"]["containerStatuses"][0]
+        if "running" in status["state"] and (not starts or starts[-1][1] != status["restartCount"]):
+            starts.append((clock.now() - 1_700_000_000.0, status["restartCount"]))
+    assert starts == [(1.0, 1), (12.0, 2), (33.0, 3)]  # exits at 1, 2, 13, 34: back-offs 0, 10, 20
+    waiting = waiting_of(store, "loop")
+    assert waiting["reason"] == "CrashLoopBackOff"
+    assert waiting["message"].startswith(f"back-off 40s restarting failed container=agent pod=loop_{NS}(")
+    last = store.get_pod(NS, "loop")["status"]["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["reason"], last["exitCode"]) == ("Error", 1)
+    assert phase(store, "loop") == "Running" and host.started == []
+
+
+def test_under_restart_policy_never_an_exiting_or_oom_killed_agent_fails_the_pod() -> None:
+    store, clock, host, kubelet = setup(boot_delay=0.0, faults=lambda pod: PodFault("crash_loop", after=1.0)
+                                        if pod["metadata"]["name"] == "exits" else None)  # fmt: skip
+    for name in ("exits", "oom"):
+        manifest = pod_manifest(name, **AGENT_ENV)
+        manifest["spec"]["restartPolicy"] = "Never"
+        store.create_pod(NS, manifest)
+    kubelet.step()
+    clock.advance(1)
+    kubelet.step()
+    kubelet.oom_kill("oom")
+    for name, reason, code in (("exits", "Error", 1), ("oom", "OOMKilled", 137)):
+        pod = store.get_pod(NS, name)
+        ended = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (pod["status"]["phase"], ended["reason"], ended["exitCode"]) == ("Failed", reason, code)
+    assert host.stopped == ["oom"]  # the one whose agent had registered
