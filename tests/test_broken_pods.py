@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from elastic_agent.gocd.status_pages import render_cluster_status
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
@@ -231,3 +232,18 @@ def test_an_oom_kill_of_a_restarted_container_is_told_once_even_across_a_backend
     stack.run_for(120)  # pings of the new backend see the same restarted container
     lines = [line for line in stack.gocd.job(job.job_id).console if "OOMKilled" in line]
     assert len(lines) == 1 and f"container agent of pod {running.agent_id}" in lines[0]
+
+
+def test_the_cluster_status_page_shows_the_held_profile_with_its_reason_and_next_try() -> None:
+    stack = broken_stack()
+    schedule(stack, reuse_profile(stack, Image=BAD_NAME))
+    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
+    [pool] = stack.backend.pools()
+    [hold] = pool.holds()
+    page = render_cluster_status(pool, stack.clock)
+    row = re.search(r'<tr data-held="[^"]+" data-failures="1">(.*?)</tr>', page, re.S)
+    assert row is not None, page
+    assert "InvalidImageName: Failed to apply default image tag" in row.group(1)
+    assert f"<code>{hold.pod}</code>" in row.group(1)
+    seconds = round(hold.next_try_at - stack.clock.now())
+    assert f"(in {seconds}s)" in row.group(1) and 0 < seconds <= 30
