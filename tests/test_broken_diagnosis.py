@@ -210,7 +210,9 @@ def test_a_success_ends_the_hold_and_unknown_fingerprints_are_forgotten() -> Non
     holds.failed("fp", "p", "CrashLoopBackOff", 0.0)
     holds.failed("gone", "q", "CrashLoopBackOff", 0.0)
     assert holds.succeeded("fp") is not None and holds.get("fp") is None
-    holds.forget_except({"fp"})
+    holds.forget_except({"fp"}, now=30.0 + 3600.0)
+    assert holds.get("gone") is not None  # no pod and nobody waiting, but it broke within the hour
+    holds.forget_except({"fp"}, now=30.0 + 3601.0)
     assert len(holds) == 0
     again = holds.failed("fp", "r", "CrashLoopBackOff", 500.0)
     assert again.failures == 1 and again.next_try_at == 530.0  # the back-off starts over

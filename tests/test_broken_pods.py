@@ -247,3 +247,23 @@ def test_the_cluster_status_page_shows_the_held_profile_with_its_reason_and_next
     assert f"<code>{hold.pod}</code>" in row.group(1)
     seconds = round(hold.next_try_at - stack.clock.now())
     assert f"(in {seconds}s)" in row.group(1) and 0 < seconds <= 30
+
+
+def test_one_pod_per_job_profiles_are_held_too_and_their_jobs_told_why_they_wait() -> None:
+    stack = broken_stack()
+    jobs = [schedule(stack, stack.elastic_profile(Image=MISSING), name=f"job-{i}") for i in range(3)]
+    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
+    stack.settle()
+    created = len(stack.pods_created)
+    assert created <= len(jobs)
+    most = 0
+
+    def resent_to_all() -> bool:  # GoCD sends create-agent again to a waiting job every 2 minutes
+        nonlocal most
+        most = max(most, len(pods_of(stack, MISSING)))
+        return all("waiting: pods of this profile are broken" in console(stack, job) for job in jobs)
+
+    stack.run_until(resent_to_all, 600, "every job told why it waits")
+    assert most <= 1
+    told = [job for job in jobs if "cannot start: Kubernetes says" in console(stack, job)]
+    assert told  # the job a broken pod was created for heard its reason

@@ -167,5 +167,5 @@ class FingerprintBook:
             unused_recipe = fingerprint not in self._waiting and fingerprint not in with_pods
             if unused_recipe and now - recipe.last_asked > FORGET_AFTER_S:
                 del self._recipes[fingerprint]
-        self.holds.forget_except(set(self._recipes) | set(with_pods))
+        self.holds.forget_except(set(self._recipes) | set(with_pods), now)
         return unused

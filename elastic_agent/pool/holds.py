@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from elastic_agent.pool.backoff import Backoff
 
 SCHEDULE = Backoff(base_s=30.0, cap_s=300.0)
+# A hold whose fingerprint no pod has and no waiting job asks for is kept this long after its next try:
+# jobs of a profile without reuse wait in GoCD only (it sends create-agent again every two minutes).
+KEEP_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,12 @@ class Holds:
     def held(self) -> list[Hold]:
         return list(self._holds.values())
 
-    def forget_except(self, fingerprints: Collection[str]) -> None:
-        """Holds of fingerprints nobody asks for and no pod has go (bounded by what the pool knows)."""
-        for fingerprint in [fp for fp in self._holds if fp not in fingerprints]:
-            del self._holds[fingerprint]
+    def forget_except(self, fingerprints: Collection[str], now: float) -> None:
+        """Holds of fingerprints not in `fingerprints` (asked for, or with pods) go `KEEP_S` after their
+        next try: what is kept is bounded by the profiles that broke within the hour."""
+        for fingerprint, hold in list(self._holds.items()):
+            if fingerprint not in fingerprints and now - hold.next_try_at > KEEP_S:
+                del self._holds[fingerprint]
 
     def __len__(self) -> int:
         return len(self._holds)
