@@ -147,6 +147,12 @@ def test_registered_or_working_pods_are_never_judged_whatever_their_status() -> 
     assert judged(pod(waiting=crash, state="retiring"), age_s=60) is None
 
 
+def test_what_follows_a_secrets_name_in_kubernetes_message_is_hidden() -> None:
+    said = "failed to pull: unexpected status from registry (password=hunter2-long)"
+    found = judged(pod(waiting=("ImagePullBackOff", said)), age_s=1.0)
+    assert found is not None and "hunter2-long" not in found.text() and "[hidden]" in found.text()
+
+
 def test_an_evicted_pod_is_the_nodes_trouble_not_a_broken_profile() -> None:
     obj = pod(terminated={"reason": "Error", "exitCode": 137}, phase="Failed", reason="Evicted")
     assert judged(obj, age_s=60) is None

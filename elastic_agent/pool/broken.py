@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from elastic_agent.kube.pod_status import ContainerView
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool.records import PodRecord, PodState
+from elastic_agent.redaction import redact
 
 AT_ONCE = frozenset(
     ("ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
@@ -51,8 +52,10 @@ class Breakage:
     container: str | None = None
 
     def text(self) -> str:
+        """For consoles, health and pages: Kubernetes' message is text the backend did not write, so what
+        follows a secret's name in it is hidden (a registry's error may quote a credential)."""
         where = f"container {self.container}: " if self.container else ""
-        return f"{where}{self.reason}: {self.message}" if self.message else f"{where}{self.reason}"
+        return redact(f"{where}{self.reason}: {self.message}" if self.message else f"{where}{self.reason}")
 
 
 def diagnose(pod: PodView, record: PodRecord, now: float) -> Breakage | None:
