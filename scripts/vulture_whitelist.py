@@ -38,7 +38,7 @@ _.levelname
 seq
 
 # pytest fixtures requested by name.
-nowhere_to_connect, compacting_kube, traced
+nowhere_to_connect, compacting_kube, traced, fake_stack
 
 # The pool's state machine (tests/test_pool_state_machine.py): rules and invariants, run by Hypothesis.
 _.which_pods_boot_slowly, _.schedule_jobs, _.cancel_waiting_job, _.evict_pod, _.pod_boot, _.backend_restart

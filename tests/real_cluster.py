@@ -16,7 +16,7 @@ import yaml
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.apiserver_node import ApiServerNode
 from elastic_agent.simulation.gocd_model import GoCDConfig
-from elastic_agent.simulation.kubelet import PodHost
+from elastic_agent.simulation.kubelet import FaultPolicy, PodHost
 from elastic_agent.simulation.stack import Stack, StackOptions
 from tests.control_plane import ControlPlane
 
@@ -67,11 +67,11 @@ def make_real_stack(real_kube: ControlPlane) -> Iterator[Callable[..., Stack]]:
     stacks: list[Stack] = []
 
     def make(boot_delay: float = 10.0, start_gocd: bool = True, role: Mapping[str, Any] | None = None,
-             cluster: RealCluster | None = None, **gocd: Any) -> Stack:  # fmt: skip
+             cluster: RealCluster | None = None, faults: FaultPolicy | None = None,
+             **gocd: Any) -> Stack:  # fmt: skip
         cluster = cluster or RealCluster(real_kube, role)
-        options = StackOptions(
-            boot_delay=boot_delay, gocd=GoCDConfig(**gocd), namespace=cluster.namespace, start_gocd=start_gocd
-        )
+        options = StackOptions(boot_delay=boot_delay, gocd=GoCDConfig(**gocd), namespace=cluster.namespace,
+                               start_gocd=start_gocd, faults=faults)  # fmt: skip
         stack = Stack(ScaledClock(SPEED), options, cluster)
         stacks.append(stack)
         return stack

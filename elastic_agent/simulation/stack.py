@@ -21,7 +21,7 @@ from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.gocd_transport import HttpPluginTransport
-from elastic_agent.simulation.kubelet import PodHost, SimulatedKubelet
+from elastic_agent.simulation.kubelet import FaultPolicy, PodHost, SimulatedKubelet
 
 TOKEN = "stack-token-not-a-secret"
 
@@ -83,6 +83,7 @@ class StackOptions:
     start_gocd: bool = True
     # How the backend builds its Kubernetes client: the product's own unless a test observes the calls.
     cluster_factory: ClusterFactory = kubernetes_cluster
+    faults: FaultPolicy | None = None  # what goes wrong with which pod (kubelet.PodFault)
 
 
 class Stack:
@@ -97,7 +98,8 @@ class Stack:
         self.callbacks = CallbackServer(self.gocd, TOKEN)
         self.callback_url = self.callbacks.start()
         self.kubelet = SimulatedKubelet(
-            self.cluster.pod_host, clock, self.gocd, boot_delay=self.options.boot_delay
+            self.cluster.pod_host, clock, self.gocd, boot_delay=self.options.boot_delay,
+            faults=self.options.faults,
         )
         self.service: RunningService | None = None
         self.start_backend()
