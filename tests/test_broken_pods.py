@@ -7,13 +7,17 @@ job is named in that job's console."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from elastic_agent.gocd.status_pages import render_cluster_status
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import PodFault
+from tests import browser
 from tests.stack_helpers import pod_names, reuse_profile, schedule
 from tests.virtual_helpers import assigned, completed
 
@@ -267,3 +271,16 @@ def test_one_pod_per_job_profiles_are_held_too_and_their_jobs_told_why_they_wait
     assert most <= 1
     told = [job for job in jobs if "cannot start: Kubernetes says" in console(stack, job)]
     assert told  # the job a broken pod was created for heard its reason
+
+
+@pytest.mark.browser
+def test_the_held_profile_shows_in_the_cluster_page_as_chromium_renders_it(tmp_path: Path) -> None:
+    stack = broken_stack()
+    schedule(stack, reuse_profile(stack, Image=NO_CONFIG))
+    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
+    [pool] = stack.backend.pools()
+    page = browser.html_page("Cluster status", render_cluster_status(pool, stack.clock))
+    rendered = browser.render_all({"cluster": page}, tmp_path)["cluster"]
+    row = re.search(r'<tr data-held="[^"]+" data-failures="1">(.*?)</tr>', rendered.dom, re.S)
+    assert row is not None, rendered.dom
+    assert "CreateContainerConfigError" in row.group(1) and "agent-settings" in row.group(1)
