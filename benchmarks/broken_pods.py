@@ -7,7 +7,7 @@ the simulated seconds from the first pod's creation to the first console line na
 pings sent meanwhile, the pods created in all, and the most pods of the profile alive at one time.
 Three variants of the backend: as it is; without the hold (`Holds.allowed` says no limit: broken pods
 are told and deleted, and others are created at once); and without the broken-pod rules at all (the
-ping's step finds nothing: pods wait for `auto_register_timeout`, as before issue 24).
+ping's step finds nothing: pods wait for `auto_register_timeout`, as they did before these rules).
 
     python -m benchmarks.broken_pods
 """
