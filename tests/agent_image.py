@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -265,6 +266,9 @@ def build() -> AgentImage:
             folder.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=folder) as work:
                 _write_archive(archive, name, [base, _agent_layer(Path(work))])
+            for stale in CACHE.iterdir():  # archives of other inputs: never used again (rebuilt cheaply)
+                if stale.is_dir() and stale != folder and not stale.name.startswith("base-"):
+                    shutil.rmtree(stale, ignore_errors=True)
     return AgentImage(archive, name, archive.stat().st_size, time.monotonic() - started)
 
 

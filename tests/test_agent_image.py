@@ -14,7 +14,7 @@ import pytest
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.agent_processes import AgentCommand
 from elastic_agent.simulation.stack import Stack, StackOptions
-from tests.agent_image import USER, AgentImage, build
+from tests.agent_image import REPOSITORY, USER, AgentImage, build
 from tests.conftest import SPEED
 from tests.container_image import RUNTIME_OPTIONS
 from tests.reuse_helpers import completed
@@ -26,6 +26,14 @@ from tests.test_standin_agent import FAST_AGENT
 def agent_image() -> AgentImage:
     built = build()  # a lookup once scripts/test.sh has built it
     subprocess.run(["podman", "load", "-q", "-i", str(built.archive)], check=True, capture_output=True)
+    tags = subprocess.run(
+        ["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", REPOSITORY],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for stale in set(tags) - {built.name}:  # this image made from other inputs: never used again
+        subprocess.run(["podman", "rmi", stale], capture_output=True, check=False)
     return built
 
 

@@ -144,6 +144,9 @@ def test_an_agent_with_a_key_the_server_never_issued_is_refused_and_gets_no_work
     completed(stack, job)  # the job runs on the pod the plugin made for it, not on the stray agent
     assert stack.gocd.job(job.job_id).agent_id != "stray"
     assert "job " not in stdout_of(stack, "stray")
+    stray_process = agent_process(stack, "stray")  # still retrying its registration, and stoppable so
+    stray_process.send_signal(signal.SIGTERM)
+    assert stray_process.wait(GRACE_PERIOD_S) == 128 + signal.SIGTERM
 
 
 def test_sigterm_stops_a_busy_agent_within_the_grace_period_and_gocd_then_loses_it(stack: Stack) -> None:

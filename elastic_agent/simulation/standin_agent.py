@@ -199,6 +199,12 @@ class Agent:
             self.stop.wait(backoff)
             backoff = min(backoff * 1.5, self.settings.work_interval_s)
 
+    def run(self) -> None:
+        """Register, then ping and work until stopped."""
+        if self.register():
+            threading.Thread(target=self.ping_loop, name="ping", daemon=True).start()
+            self.work_loop()
+
     def run_job(self, assignment: dict[str, Any]) -> None:
         job = assignment["jobIdentifier"]
         tasks = assignment["tasks"]
@@ -257,12 +263,12 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     signal.signal(signal.SIGINT, on_sigterm)
     agent = Agent(settings, stop)
-    if agent.register():
-        threading.Thread(target=agent.ping_loop, name="ping", daemon=True).start()
-        worker = threading.Thread(target=agent.work_loop, name="work", daemon=True)
-        worker.start()
-        while worker.is_alive() and not stop.is_set():
-            stop.wait(1.0)  # the main thread stays free to run the signal handler
+    # Every request runs off the main thread, which only waits: a SIGTERM arriving while a request waits
+    # on the network is handled at once, not when that request returns.
+    worker = threading.Thread(target=agent.run, name="work", daemon=True)
+    worker.start()
+    while worker.is_alive() and not stop.is_set():
+        stop.wait(1.0)
     log("stopped")
     return SIGTERM_EXIT if stop.is_set() else 1
 
