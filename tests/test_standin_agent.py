@@ -223,3 +223,20 @@ def test_the_agent_api_refuses_forged_tokens_and_requests_for_another_agent(
         f"{url}/remoting/api/agent/ping", json=body, headers={**headers, "X-Agent-GUID": "uuid-a"}, timeout=5
     )
     assert (ping.status_code, ping.json()) == (200, "NONE")
+
+
+def test_a_job_cancelled_while_it_runs_stops_its_tasks_and_the_agent_takes_the_next(stack: Stack) -> None:
+    profile = reuse_profile(stack)
+    cluster = stack.cluster_profile()
+    long = stack.gocd.schedule_job("build", "stage", "compile", profile, cluster, duration_s=3600.0)
+    wait_until(lambda: "Building" in stack.gocd.job(long.job_id).agent_reports, what="the job to be building")
+    pod_name = stack.gocd.job(long.job_id).agent_id
+    assert pod_name is not None and stack.gocd.cancel_job(long.job_id)
+    # A ping answered CANCEL ends the hour-long sleep; is_ignored keeps the agent from reporting the job.
+    wait_until(lambda: "ignored" in stdout_of(stack, pod_name), what="the agent to stop the cancelled job")
+    assert stack.gocd.job(long.job_id).result == "Cancelled"
+    assert stack.gocd.job(long.job_id).agent_reports == ["Preparing", "Building"]
+    short = completed(
+        stack, stack.gocd.schedule_job("build", "stage", "test", profile, cluster, duration_s=30.0)
+    )
+    assert (short.agent_id, short.result) == (pod_name, "Passed")

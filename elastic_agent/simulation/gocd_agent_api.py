@@ -20,8 +20,9 @@ and gets work over HTTP, as a real agent does with a real server. Modelled on go
 Simplified: plain HTTP on 127.0.0.1, no TLS and no client certificates; only elastic agents register (no
 static auto-register key); a job's work is one sleep and an exit code (`assignment.tasks`), from the
 simulated Job's duration and planned result, in place of builders, materials and artifacts; no
-console-log or artifact upload; the ping's instruction is always NONE (a cancelled job is finished by
-the server, and `is_ignored` tells the agent not to report it). Job durations are model seconds:
+console-log or artifact upload. A job cancelled while it runs is finished by the server (gocd_model.py's
+`cancel_job`); the agent's next ping while it still says Building is answered CANCEL, and `is_ignored`
+tells it not to report the job. Job durations are model seconds:
 `time_scale` (model seconds per real second, as ScaledClock's factor) turns them into the agent's sleep.
 """
 
@@ -195,6 +196,12 @@ class AgentApi:
         if refused is not None:
             return refused
         self._model.agent_heard(agent_id)
+        # The agent says Building while the server has it building nothing: its job was cancelled, or it
+        # was lost and the job rescheduled (`AgentInstance.agentInstruction` answers CANCEL then).
+        agent = self._model.agent(agent_id)
+        building = request["agentRuntimeInfo"].get("runtimeStatus") == "Building"
+        if building and agent is not None and agent.running_job_id is None:
+            return 200, json.dumps("CANCEL")
         return 200, json.dumps("NONE")
 
     def _get_work(self, uuid: str, agent_id: str, request: dict[str, Any]) -> Answer:

@@ -12,7 +12,8 @@ work), `AgentHTTPClientController` (get_cookie before the first get_work; ping o
 `agent.get.work.delay` 1 s by 1.5x up to `agent.get.work.interval` 10 s), `agent.ping.interval` 5 s after
 an initial 1.5 s, and `RemotingClient` (POST /remoting/api/agent/<action>, headers X-Agent-GUID and
 Authorization). A job is reported as `BuildWork.doWork` does: Preparing, Building, completing, then
-completed with Passed or Failed, unless `is_ignored` says the server cancelled or rescheduled it.
+completed with Passed or Failed, unless `is_ignored` says the server cancelled or rescheduled it; a ping
+answered CANCEL (the server no longer has the agent building) ends the job's tasks at once.
 
 It runs in the agent image with Debian's python3 and nothing else, so it imports only the standard
 library, and nothing of this project. The intervals can be shortened for tests with STANDIN_PING_S,
@@ -88,6 +89,9 @@ class Agent:
         self.hostname = socket.gethostname()
         self.token = ""
         self.cookie: str | None = None
+        self.status = "Idle"  # what pings say: Building while a job runs
+        # Ends a running job's tasks: set on SIGTERM, and when a ping answers CANCEL.
+        self.interrupt = threading.Event()
 
     # ---- HTTP ------------------------------------------------------------------------------------
 
@@ -174,7 +178,10 @@ class Agent:
         while not self.stop.is_set():
             if self.cookie is not None:
                 try:
-                    self.remoting("ping", "PingRequest")
+                    if self.remoting("ping", "PingRequest", self.status) == "CANCEL":
+                        # The server cancelled or rescheduled the job: stop its tasks, as
+                        # `JobRunner.handleInstruction` does.
+                        self.interrupt.set()
                 except (Refused, OSError, ValueError) as error:
                     log(f"ping failed: {error}")
             self.stop.wait(self.settings.ping_s)
@@ -227,12 +234,19 @@ class Agent:
             jobIdentifier=job,
             jobState="Building",
         )
-        if self.stop.wait(seconds):
-            return  # SIGTERM: abandoned unreported (see the module's docstring)
-        result = "Passed" if exit_code == 0 else "Failed"
-        if self.remoting("is_ignored", "IsIgnoredRequest", "Building", jobIdentifier=job) is True:
-            print(f"job {name}: ignored (cancelled or rescheduled by the server)", flush=True)
-            return
+        self.interrupt.clear()
+        self.status = "Building"
+        try:
+            self.interrupt.wait(seconds)
+            if self.stop.is_set():
+                return  # SIGTERM: abandoned unreported (see the module's docstring)
+            result = "Passed" if exit_code == 0 else "Failed"
+            if self.remoting("is_ignored", "IsIgnoredRequest", "Building", jobIdentifier=job) is True:
+                print(f"job {name}: ignored (cancelled or rescheduled by the server)", flush=True)
+                return
+        finally:
+            self.status = "Idle"
+        print(f"job {name}: {result}", flush=True)  # before reporting: once GoCD knows, it is done
         self.remoting(
             "report_completing",
             "ReportCompleteStatusRequest",
@@ -243,7 +257,6 @@ class Agent:
         self.remoting(
             "report_completed", "ReportCompleteStatusRequest", "Idle", jobIdentifier=job, jobResult=result
         )
-        print(f"job {name}: {result}", flush=True)
 
 
 def log(message: str) -> None:
@@ -256,13 +269,14 @@ def main() -> int:
         log("GO_EA_SERVER_URL must be the server's URL ending in /go")
         return 2
     stop = threading.Event()
+    agent = Agent(settings, stop)
 
     def on_sigterm(_signal: int, _frame: FrameType | None) -> None:
         stop.set()
+        agent.interrupt.set()
 
     signal.signal(signal.SIGTERM, on_sigterm)
     signal.signal(signal.SIGINT, on_sigterm)
-    agent = Agent(settings, stop)
     # Every request runs off the main thread, which only waits: a SIGTERM arriving while a request waits
     # on the network is handled at once, not when that request returns.
     worker = threading.Thread(target=agent.run, name="work", daemon=True)
