@@ -16,7 +16,9 @@ under the state lock, because the plugin calls back (list-agents during a ping, 
 should-assign-work) from other threads.
 
 The timed queues and the agents' poll times are in gocd_timing.py; what the plugin calls back and what
-tests read are in gocd_server_side.py.
+tests read are in gocd_server_side.py. Agents may also be processes of their own that register and get
+work over HTTP (gocd_agent_api.py): they register by the same key rules, and what the model does for them
+instead of polling and completing on its own timers is in gocd_agent_side.py.
 """
 
 from __future__ import annotations
