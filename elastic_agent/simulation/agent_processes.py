@@ -1,11 +1,12 @@
 """Agents as processes: an AgentHost (agents.py) that runs the stand-in agent (standin_agent.py) for each
 pod the simulated kubelet starts, as a container runtime would run the pod's agent container.
 
-The process gets the pod's GO_EA_* variables with one change: GO_EA_SERVER_URL names the agent API of the
-simulated GoCD server on loopback (gocd_agent_api.py). The plugin's go_server_url must name a host pods can
-reach, never a loopback address, so the pod's own value stands for the server's name on the pod network;
-this host plays that network. Stopping the pod sends SIGTERM, as the kubelet does, and does not wait (the
-kubelet's thread must not block); `stop()` ends and reaps every process.
+The process gets the pod's GO_EA_* variables as they are, and STANDIN_SERVER_URL, the agent API of the
+simulated GoCD server on loopback (gocd_agent_api.py), where the stand-in goes instead of GO_EA_SERVER_URL.
+The plugin's go_server_url must name a host pods can reach, never a loopback address, so the pod's own value
+stands for the server's name on a pod network; this host plays that network. Stopping the pod sends SIGTERM,
+as the kubelet does, and does not wait (the kubelet's thread must not block); `stop()` ends and reaps every
+process.
 
 What runs is the stand-in agent file with this interpreter by default; `command` may run it otherwise, such
 as a container of the agent image (tests/test_agent_image.py): it is given the pod's name and the names of
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 STANDIN_AGENT = Path(__file__).resolve().parent / "standin_agent.py"
-SERVER_URL_VAR = "GO_EA_SERVER_URL"
+SERVER_URL_VAR = "STANDIN_SERVER_URL"
 AgentCommand = Callable[[str, Sequence[str]], list[str]]  # (pod name, variable names) -> argv
 
 

@@ -15,9 +15,12 @@ Authorization). A job is reported as `BuildWork.doWork` does: Preparing, Buildin
 completed with Passed or Failed, unless `is_ignored` says the server cancelled or rescheduled it; a ping
 answered CANCEL (the server no longer has the agent building) ends the job's tasks at once.
 
-It runs in the agent image with Debian's python3 and nothing else, so it imports only the standard
-library, and nothing of this project. The intervals can be shortened for tests with STANDIN_PING_S,
-STANDIN_WORK_DELAY_S, STANDIN_WORK_INTERVAL_S and STANDIN_REGISTER_RETRY_S.
+It runs in the agent image with Debian's python3 and nothing else, so it imports only the standard library,
+and nothing of this project. STANDIN_SERVER_URL, when set, is where it reaches the server instead of
+GO_EA_SERVER_URL: pods on loopback (host network) reach the simulated server at 127.0.0.1, which the
+plugin's go_server_url may not name; an elastic profile's Environment can set it. The intervals can be
+shortened for tests with STANDIN_PING_S, STANDIN_WORK_DELAY_S, STANDIN_WORK_INTERVAL_S and
+STANDIN_REGISTER_RETRY_S.
 
 A job's work is a sleep and an exit code (gocd_agent_api.py); the agent prints one line per job to
 stdout. On SIGTERM it stops at once: a running job is abandoned unreported, as a real agent's JVM exits on
@@ -69,7 +72,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str]) -> Settings:
         return cls(
-            server_url=env.get("GO_EA_SERVER_URL", "").rstrip("/"),
+            server_url=(env.get("STANDIN_SERVER_URL") or env.get("GO_EA_SERVER_URL", "")).rstrip("/"),
             auto_register_key=env.get("GO_EA_AUTO_REGISTER_KEY", ""),
             environments=env.get("GO_EA_AUTO_REGISTER_ENVIRONMENT", ""),
             elastic_agent_id=env.get("GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID", ""),
