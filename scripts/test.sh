@@ -24,6 +24,7 @@ fi
 .venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
 .venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
 .venv/bin/python -m tests.container_image build  # the image, with podman on Debian-made bases (minutes the first time, then cached)
+.venv/bin/python -m tests.agent_image build  # the stand-in agent's image, an OCI archive made with mmdebstrap (a minute the first time, then cached)
 .venv/bin/python -m pytest -q "$@"
 .venv/bin/python -m benchmarks.soak --minutes 2 --check --output .venv/soak-short.json  # the soak, short: growth must be flat (benchmarks/soak_rules.py)
 mvn_log=.venv/mvn-verify.log

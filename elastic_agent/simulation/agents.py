@@ -1,8 +1,9 @@
 """The seam between the simulated cluster and the simulated GoCD server.
 
 The simulated kubelet starts a pod's containers; an official gocd-agent container would then read its
-GO_EA_* variables and register with the GoCD server. Here the kubelet calls an AgentHost (the simulated
-GoCD server) instead.
+GO_EA_* variables and register with the GoCD server. Here the kubelet calls an AgentHost instead: the
+simulated GoCD server (an in-process agent), or agent_processes.ProcessAgentHost (the stand-in agent as
+a process, registering over HTTP).
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ under the state lock, because the plugin calls back (list-agents during a ping, 
 should-assign-work) from other threads.
 
 The timed queues and the agents' poll times are in gocd_timing.py; what the plugin calls back and what
-tests read are in gocd_server_side.py.
+tests read are in gocd_server_side.py. Agents may also be processes of their own that register and get
+work over HTTP (gocd_agent_api.py): they register by the same key rules, and what the model does for them
+instead of polling and completing on its own timers is in gocd_agent_side.py.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
+from elastic_agent.simulation.gocd_agent_side import AgentSide
 from elastic_agent.simulation.gocd_records import (  # re-exported: callers import them from here
     ENV_AGENT_ID,
     ENV_ENVIRONMENT,
@@ -64,7 +67,7 @@ class AdvanceableClock(Protocol):
     def advance(self, seconds: float) -> None: ...
 
 
-class SimulatedGoCD(ServerSide):
+class SimulatedGoCD(ServerSide, AgentSide):
     def __init__(
         self,
         clock: Clock,
@@ -130,6 +133,7 @@ class SimulatedGoCD(ServerSide):
         *,
         pipeline_counter: int | None = None,
         stage_counter: str = "1",
+        planned_result: str = "Passed",
     ) -> Job:
         with self._state_lock:
             if pipeline_counter is None:
@@ -150,6 +154,7 @@ class SimulatedGoCD(ServerSide):
                 environment=environment or None,
                 duration_s=duration_s,
                 scheduled_at=self._clock.now(),
+                planned_result=planned_result,
             )
             self._add_job(job)
             return job
@@ -236,29 +241,48 @@ class SimulatedGoCD(ServerSide):
     # ---- agents (the AgentHost protocol of the simulated kubelet) --------------------------------
 
     def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
-        now = self._clock.now()
-        agent_id = env.get(ENV_AGENT_ID, "")
-        key = env.get(ENV_KEY, "")
         environments = frozenset(e.strip() for e in env.get(ENV_ENVIRONMENT, "").split(",") if e.strip())
+        agent_id, plugin_id, key = env.get(ENV_AGENT_ID, ""), env.get(ENV_PLUGIN_ID, ""), env.get(ENV_KEY, "")
+        self.register_agent(pod_name, agent_id, plugin_id, key, environments, env.get(ENV_SERVER_URL, ""))
+
+    def register_agent(
+        self,
+        pod_name: str,
+        agent_id: str,
+        plugin_id: str,
+        key: str,
+        environments: frozenset[str],
+        server_url: str,
+        *,
+        remote: bool = False,
+    ) -> RegistrationAttempt:
+        """An elastic agent asks to be registered, by the same rules whether it is in process (the
+        simulated kubelet's `agent_started`) or a process of its own (gocd_agent_api.py)."""
+        now = self._clock.now()
         with self._state_lock:
-            reason = self._registration_refusal(agent_id, env.get(ENV_PLUGIN_ID, ""), env, key, now)
+            reason = self._registration_refusal(agent_id, plugin_id, server_url, key, now)
             status = 422 if reason else 200
             attempt = RegistrationAttempt(now, pod_name, agent_id, key, environments, status, reason)
             if reason:
                 self.refusals.append(attempt)
                 self.stats.registrations_refused += 1
-                return
+                return attempt
             self.registrations.append(attempt)
             self.stats.registrations_accepted += 1
             digest = hashlib.blake2b(f"{self.config.seed}/{agent_id}".encode(), digest_size=8).digest()
             poll_seed = int.from_bytes(digest, "big")
-            agent = Agent(agent_id, pod_name, env[ENV_PLUGIN_ID], environments, now, poll_seed=poll_seed)
+            agent = Agent(agent_id, pod_name, plugin_id, environments, now, poll_seed=poll_seed)
+            agent.remote = remote
             self._agents[agent_id] = agent
             self._agent_by_pod[pod_name] = agent_id
-            self._queue_poll(agent, now)  # an agent asks for work as soon as it is registered
+            if remote:
+                self.agent_heard(agent_id)
+            else:
+                self._queue_poll(agent, now)  # an agent asks for work as soon as it is registered
+            return attempt
 
     def _registration_refusal(
-        self, agent_id: str, plugin_id: str, env: Mapping[str, str], key: str, now: float
+        self, agent_id: str, plugin_id: str, server_url: str, key: str, now: float
     ) -> str | None:
         """Why the server refuses the registration, or None. Modelled on gocd/gocd's
         `AgentRegistrationController.agentRequest`: an elastic agent's key is validated and revoked
@@ -266,7 +290,7 @@ class SimulatedGoCD(ServerSide):
         `ConcurrentMap.remove` that only one caller can win), and only then are the ids checked, so a
         registration refused for a duplicate elastic agent id has spent its key all the same. A refused
         agent keeps retrying with the same key and is refused forever: it never registers."""
-        if not env.get(ENV_SERVER_URL, "").rstrip("/").endswith("/go"):
+        if not server_url.rstrip("/").endswith("/go"):
             return "the agent has no server URL ending in /go"  # it never reaches the server
         if not agent_id or not plugin_id:
             return "the elastic agent id and the plugin id are both required"
@@ -483,6 +507,8 @@ class SimulatedGoCD(ServerSide):
         return list(heapq.merge(*groups, key=lambda job: job.job_id))
 
     def _queue_poll(self, agent: Agent, at: float) -> None:
+        if agent.remote:  # it asks for work itself (get_work)
+            return
         environments: Iterable[str | None] = agent.environments or (None,)
         if not any(self._waiting_by_env.get(environment) for environment in environments):
             agent.dormant = True
@@ -539,8 +565,9 @@ class SimulatedGoCD(ServerSide):
         self._unwait(job)
         self._running[job.job_id] = job
         job.state, job.agent_id, job.assigned_at = JobState.BUILDING, agent_id, now
-        job.ends_at = now + job.duration_s
-        self._completions.push(job.ends_at, job.job_id)
+        if not agent.remote:  # a remote agent reports its job's end itself (report_completed)
+            job.ends_at = now + job.duration_s
+            self._completions.push(job.ends_at, job.job_id)
         agent.agent_state, agent.build_state = AgentState.BUILDING, BuildState.BUILDING
         agent.running_job_id = job.job_id
         assignment = Assignment(job.job_id, agent_id, now)
@@ -553,18 +580,21 @@ class SimulatedGoCD(ServerSide):
         with self._state_lock:
             now = self._clock.now()
             for job_id in self._completions.pop_due(now):
-                job = self._running.pop(job_id)
-                agent = self._agents[job.agent_id or ""]
-                job.state, job.completed_at, job.result = JobState.COMPLETED, now, job.result or "Passed"
-                agent.agent_state, agent.build_state = AgentState.IDLE, BuildState.IDLE
-                agent.running_job_id = None
-                agent.jobs_run += 1
-                self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
-                self._finish_assignment(job.job_id, now)
-                bodies.append(wire.job_completion_body(agent.agent_id, *job.profiles(), job.identifier()))
+                bodies.append(self._finish_job(self._running.pop(job_id), now))
         for body in bodies:  # sent once, never retried, whatever the answer
             self.stats.job_completions_sent += 1
             self._call("job-completion", body)
+
+    def _finish_job(self, job: Job, now: float) -> dict[str, Any]:
+        """The job is Completed and its agent idle; the job-completion body to send (under the state lock)."""
+        agent = self._agents[job.agent_id or ""]
+        job.state, job.completed_at, job.result = JobState.COMPLETED, now, job.result or job.planned_result
+        agent.agent_state, agent.build_state = AgentState.IDLE, BuildState.IDLE
+        agent.running_job_id = None
+        agent.jobs_run += 1
+        self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
+        self._finish_assignment(job.job_id, now)
+        return wire.job_completion_body(agent.agent_id, *job.profiles(), job.identifier())
 
     def _finish_assignment(self, job_id: int, now: float) -> None:
         assignment = self._open_assignments.pop(job_id, None)

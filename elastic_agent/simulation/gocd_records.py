@@ -57,8 +57,10 @@ class Job:
     environment: str | None
     duration_s: float
     scheduled_at: float
+    # What the job's tasks end with: Passed, or Failed (a remote agent is told to exit 1).
+    planned_result: str = "Passed"
     state: JobState = JobState.SCHEDULED
-    result: str | None = None  # Passed or Cancelled once completed
+    result: str | None = None  # Passed, Failed or Cancelled once completed
     agent_id: str | None = None
     assigned_at: float | None = None
     ends_at: float | None = None
@@ -67,6 +69,8 @@ class Job:
     create_agent_sends: int = 0
     rescheduled_as: int | None = None
     console: list[str] = field(default_factory=list)
+    # The states and results a remote agent reported for this job, in order (gocd_agent_api.py).
+    agent_reports: list[str] = field(default_factory=list)
 
     @property
     def console_text(self) -> str:
@@ -97,7 +101,9 @@ class Job:
     def rerun(self, job_id: int, now: float) -> Job:
         """A new run of the same job (GoCD's reschedule): same identifier, new job id, waiting again."""
         name = (self.pipeline, self.pipeline_counter, self.stage, self.stage_counter, self.job_name)
-        return Job(job_id, *name, *self.profiles(), self.environment, self.duration_s, now)
+        rerun = Job(job_id, *name, *self.profiles(), self.environment, self.duration_s, now)
+        rerun.planned_result = self.planned_result
+        return rerun
 
 
 @dataclass
@@ -119,6 +125,9 @@ class Agent:
     dormant: bool = False
     poll_seed: int = 0  # per agent, from the model's seed: the agent's own poll rhythm
     jobs_run: int = 0
+    # A process of its own that talks to the agent API over HTTP (gocd_agent_api.py): it asks for work
+    # itself, reports its jobs' completion and pings; the model neither polls nor completes for it.
+    remote: bool = False
     # status() as compact JSON, for the states it was encoded in: an idle agent's status goes into every
     # should-assign-work body of every poll, and rarely changes between them.
     _status_text: tuple[tuple[str, str, str], str] | None = field(
@@ -136,7 +145,8 @@ class Agent:
     @property
     def lost_contact_pending(self) -> bool:
         unheard = self.agent_state in (AgentState.LOST_CONTACT, AgentState.MISSING)
-        return not self.process_alive and not unheard
+        # A remote agent is always due to be lost at its latest ping's deadline (`lost_contact_at`).
+        return (self.remote or not self.process_alive) and not unheard
 
     def status_text(self) -> str:
         """`status()` encoded as GoCD sends it (compact JSON)."""

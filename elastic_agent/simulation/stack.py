@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from elastic_agent.backend import Backend, ClusterFactory
-from elastic_agent.clock import Clock
+from elastic_agent.clock import Clock, ScaledClock
 from elastic_agent.service.wsgi import RunningService, build_backend, kubernetes_cluster, serve_in_background
+from elastic_agent.simulation.agent_processes import AgentCommand, ProcessAgentHost, standin_command
+from elastic_agent.simulation.agents import AgentHost
 from elastic_agent.simulation.fake_kube import FakeKubeServer
+from elastic_agent.simulation.gocd_agent_api import AgentApiServer
 from elastic_agent.simulation.gocd_callbacks import CallbackServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
 from elastic_agent.simulation.gocd_transport import HttpPluginTransport
@@ -84,6 +87,10 @@ class StackOptions:
     # How the backend builds its Kubernetes client: the product's own unless a test observes the calls.
     cluster_factory: ClusterFactory = kubernetes_cluster
     faults: FaultPolicy | None = None  # what goes wrong with which pod (kubelet.PodFault)
+    # Each started pod runs the stand-in agent as a process that talks to the agent API over HTTP (these
+    # variables added to its environment), instead of the in-process agent of the simulated server.
+    agent_processes: dict[str, str] | None = None
+    agent_command: AgentCommand = standin_command  # what runs each agent process
 
 
 class Stack:
@@ -97,8 +104,18 @@ class Stack:
         self.gocd = SimulatedGoCD(clock, self.transport, self.options.gocd)
         self.callbacks = CallbackServer(self.gocd, TOKEN)
         self.callback_url = self.callbacks.start()
+        self.agent_api: AgentApiServer | None = None
+        self.agent_processes: ProcessAgentHost | None = None
+        host: AgentHost = self.gocd
+        if self.options.agent_processes is not None:
+            time_scale = clock.factor if isinstance(clock, ScaledClock) else 1.0
+            self.agent_api = AgentApiServer(self.gocd, time_scale=time_scale)
+            self.agent_processes = ProcessAgentHost(
+                self.agent_api.start(), self.options.agent_processes, self.options.agent_command
+            )
+            host = self.agent_processes
         self.kubelet = SimulatedKubelet(
-            self.cluster.pod_host, clock, self.gocd, boot_delay=self.options.boot_delay,
+            self.cluster.pod_host, clock, host, boot_delay=self.options.boot_delay,
             faults=self.options.faults,
         )
         self.service: RunningService | None = None
@@ -160,6 +177,10 @@ class Stack:
     def stop(self) -> None:
         self.gocd.stop()
         self.kubelet.stop()
+        if self.agent_processes is not None:
+            self.agent_processes.stop()
+        if self.agent_api is not None:
+            self.agent_api.stop()
         self.stop_backend()
         self.callbacks.stop()
         self.cluster.stop()

@@ -1,0 +1,93 @@
+"""Agents as processes: an AgentHost (agents.py) that runs the stand-in agent (standin_agent.py) for each
+pod the simulated kubelet starts, as a container runtime would run the pod's agent container.
+
+The process gets the pod's GO_EA_* variables as they are, and STANDIN_SERVER_URL, the agent API of the
+simulated GoCD server on loopback (gocd_agent_api.py), where the stand-in goes instead of GO_EA_SERVER_URL.
+The plugin's go_server_url must name a host pods can reach, never a loopback address, so the pod's own value
+stands for the server's name on a pod network; this host plays that network. Stopping the pod sends SIGTERM,
+as the kubelet does, and does not wait (the kubelet's thread must not block); `stop()` ends and reaps every
+process.
+
+What runs is the stand-in agent file with this interpreter by default; `command` may run it otherwise, such
+as a container of the agent image (tests/test_agent_image.py): it is given the pod's name and the names of
+the variables, whose values are in its own environment (`podman run -e NAME` takes them from there, so no
+key appears in a command line)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+STANDIN_AGENT = Path(__file__).resolve().parent / "standin_agent.py"
+SERVER_URL_VAR = "STANDIN_SERVER_URL"
+AgentCommand = Callable[[str, Sequence[str]], list[str]]  # (pod name, variable names) -> argv
+
+
+def standin_command(_pod_name: str, _variables: Sequence[str]) -> list[str]:
+    return [sys.executable, str(STANDIN_AGENT)]
+
+
+class ProcessAgentHost:
+    def __init__(
+        self,
+        server_url: str,
+        extra_env: Mapping[str, str] | None = None,
+        command: AgentCommand = standin_command,
+    ) -> None:
+        """`extra_env`: set in every agent process beside the pod's variables (the stand-in's intervals)."""
+        self._server_url = server_url
+        self._command = command
+        self._extra_env = dict(extra_env or {})
+        self._lock = threading.Lock()
+        self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._outputs = Path(tempfile.mkdtemp(prefix="standin-agents-"))
+
+    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+        variables = {**env, **self._extra_env, SERVER_URL_VAR: self._server_url}
+        # A container's variables are the pod's alone; PATH and HOME are for the command that starts it.
+        process_env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/"), **variables}
+        argv = self._command(pod_name, sorted(variables))
+        with self._lock:
+            if pod_name in self._processes:
+                return
+            with self.stdout_path(pod_name).open("wb") as out, self.stderr_path(pod_name).open("wb") as err:
+                self._processes[pod_name] = subprocess.Popen(argv, env=process_env, stdout=out, stderr=err)
+
+    def agent_stopped(self, pod_name: str) -> None:
+        with self._lock:
+            process = self._processes.get(pod_name)
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+
+    def process(self, pod_name: str) -> subprocess.Popen[bytes] | None:
+        with self._lock:
+            return self._processes.get(pod_name)
+
+    def pod_names(self) -> list[str]:
+        with self._lock:
+            return list(self._processes)
+
+    def stdout_path(self, pod_name: str) -> Path:
+        return self._outputs / f"{pod_name}.out"
+
+    def stderr_path(self, pod_name: str) -> Path:
+        return self._outputs / f"{pod_name}.err"
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            processes = list(self._processes.values())
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
