@@ -4,6 +4,9 @@ The fake API server (elastic_agent/simulation/fake_kube.py) answers what we taug
 thing, to check the adapter against what Kubernetes itself does: authentication, RBAC, TokenRequest,
 validation, resource versions, watches. As controller-runtime's envtest does, there is no kubelet, no
 scheduler and no controller-manager: pods are stored but never run, and nothing garbage-collects.
+tests/real_node.py adds a node to a control plane of its own (kubelet, containerd, kube-scheduler); the
+client certificates and serving certificate its components need are issued here (client_kubeconfig(),
+serving_certificate()).
 
 Nothing of Kubernetes can be downloaded as a binary where the tests run, so both binaries are built from
 the pinned, checksum-verified Go modules in kube-control-plane/ (see its README.md) into a cache folder
