@@ -25,7 +25,9 @@ the binaries and makes the images; the node's logs are in NodeLayout.log_dir whi
 
 from __future__ import annotations
 
+import atexit
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -106,6 +108,7 @@ class RealNode:
 
     def stop(self) -> None:
         """Stop the daemons and remove all the node's pods' containers, mounts, cgroups and files."""
+        atexit.unregister(self.stop)
         for name in ("kube-scheduler", "kubelet"):
             if name in self._processes:
                 self._processes[name].stop()
@@ -114,9 +117,17 @@ class RealNode:
             process.stop()  # reaped here (the sweep killed it) and its log closed
         self._processes = {}
 
-    def restart(self) -> None:
-        """stop(), then start again on the same control plane: a fresh node of the same name."""
-        self.stop()
+    def kill(self) -> None:
+        """SIGKILL containerd, the kubelet and the scheduler, as a crash of the test run would: the pods'
+        containers and containerd's shims keep running, and the mounts stay. start_again() sweeps them."""
+        for process in self._processes.values():
+            process.stop(signal.SIGKILL)
+        self._processes = {}
+
+    def start_again(self) -> None:
+        """Start the node again after stop() or kill(), on the same control plane, under the same name.
+        The start sweeps away what the previous run left first, as after a crashed test session."""
+        assert not self._processes, "stop() or kill() first"
         try:
             self._start()
         except BaseException:
@@ -155,6 +166,7 @@ class RealNode:
     def _start(self) -> None:
         layout = self.layout
         node_cleanup.sweep(layout)
+        atexit.register(self.stop)  # a test run that ends without teardown leaves no node behind
         for folder in (
             layout.root,
             layout.config_dir,
