@@ -11,7 +11,8 @@ previous run remembered; the pid file only helps to stop the daemons politely fi
 `leftovers()` lists what is still there, which is what the tests check after a stop. The kubelet's own
 changes to kernel settings (it sets vm.overcommit_memory, kernel.panic and kernel.panic_on_oops when it
 starts, and has no setting to leave them alone) are undone here too, from the values saved before the
-first start (tests/real_node.py, save_sysctls).
+first start (save_sysctls(), which tests/real_node.py calls before the kubelet starts). The sweep takes
+the `kubepods` cgroups to be the node's own: one node runs per machine (tests/real_node.py, machine_lock).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ with `ctr images import`: the pod sandbox's `pause` image (the static binary of
 kube-control-plane/pause/main.go, alone in one layer) and a Debian bookworm image for test pods, made
 from Debian's packages with mmdebstrap (tests/container_image.py's command, so it trusts the same extra
 CAs). An OCI archive is a tar of an image layout: `oci-layout`, `index.json` naming the image, and the
-blobs (manifest, config, layers) by their SHA-256. Layers are stored uncompressed: the archive is read
+blobs (manifest, config, layers) by their SHA-256 (the OCI image-spec's image-layout.md; containerd's
+import names the image after the index entry's `io.containerd.image.name` annotation, as in its
+images/archive importer). Layers are stored uncompressed: the archive is read
 once, on this machine, so gzip would only cost time.
 
 Archives are cached in ~/.cache/gocd-reuse-real-node/ under a hash of what they are made from, and an

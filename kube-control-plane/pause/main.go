@@ -1,7 +1,8 @@
 // The pod sandbox's process (the "pause" container): it holds the pod's namespaces open, reaps the
 // children that end up re-parented to it, and exits on SIGTERM or SIGINT. Kubernetes' own is a C program
-// in an image on registry.k8s.io, which cannot be reached here; this is the same behaviour in Go, built
-// static (CGO_ENABLED=0) by tests/real_node.py into a one-file image for the node's containerd.
+// (build/pause/linux/pause.c: handlers for SIGINT, SIGTERM and SIGCHLD, waitpid until none is left) in an
+// image on registry.k8s.io, which cannot be reached here; this is the same behaviour in Go, built static
+// (CGO_ENABLED=0) by tests/node_build.py into a one-file image for the node's containerd.
 package main
 
 import (
