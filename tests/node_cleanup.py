@@ -17,6 +17,7 @@ the `kubepods` cgroups to be the node's own: one node runs per machine (tests/re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from tests.node_config import CONTAINER_LOG_LINKS, NodeLayout
+from tests.node_config import CONTAINER_LOG_LINKS, DEVICE_PLUGINS, SHIM_SOCKETS, NodeLayout
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
 KUBEPODS = "kubepods"  # the kubelet's cgroup of all pods (cgroupfs driver)
@@ -215,15 +216,47 @@ def _daemon_pids(layout: NodeLayout) -> dict[str, int]:
     return {name: pid for name, pid in recorded.items() if str(layout.root) in _cmdline(pid)}
 
 
+def shim_sockets(layout: NodeLayout) -> list[Path]:
+    """The sockets of this containerd's shims that exist: each is named after the SHA-256 of containerd's
+    address, the namespace and the task id (containerd's runtime/v2/shim, SocketAddress). A shim that is
+    killed leaves its socket; the task ids are the folders of containerd's state."""
+    tasks = layout.containerd_state / "io.containerd.runtime.v2.task"
+    found = []
+    for namespace in tasks.iterdir() if tasks.is_dir() else []:
+        for task in namespace.iterdir():
+            name = hashlib.sha256(
+                f"{layout.containerd_socket}/{namespace.name}/{task.name}".encode()
+            ).hexdigest()
+            found += [path for path in (SHIM_SOCKETS / name,) if path.exists()]
+    return found
+
+
+def _remove_kubelet_files(layout: NodeLayout) -> None:
+    """What the kubelet writes outside its root folder: the log links to its pods' logs, its device
+    plugin socket (and the folders, when nothing else is in them)."""
+    if CONTAINER_LOG_LINKS.is_dir():
+        for link in CONTAINER_LOG_LINKS.iterdir():
+            if link.is_symlink() and str(os.readlink(link)).startswith(f"{layout.pod_logs}/"):
+                link.unlink()
+    for name in ("kubelet.sock", "kubelet_internal_checkpoint"):
+        (DEVICE_PLUGINS / name).unlink(missing_ok=True)
+    for folder in (DEVICE_PLUGINS, DEVICE_PLUGINS.parent):
+        try:
+            folder.rmdir()
+        except OSError:
+            break  # missing, or holding something that is not the node's
+
+
 def sweep(layout: NodeLayout) -> None:
     """Stop and remove everything of a node under `layout`, running or left by a crash, then the folder.
 
     In order: the kubelet and the scheduler (so that nothing restarts a container), every pod's processes
     (SIGKILL: a pod's grace period is the kubelet's business, and the kubelet is gone), runc's state of
-    them, containerd and its shims, then the mounts, the pods' cgroups, the log links, the kernel
-    settings and the folder. Raises when a mount under the folder cannot be removed, rather than
-    deleting files through it."""
+    them, containerd and its shims (and their sockets), then the mounts, the pods' cgroups, the kubelet's
+    files outside the folder, the kernel settings and the folder. Raises when a mount under the folder
+    cannot be removed, rather than deleting files through it."""
     daemons = _daemon_pids(layout)
+    sockets = shim_sockets(layout)
     _stop([pid for name, pid in daemons.items() if name != "containerd"])
     pods = pod_processes()
     _signal_all(pods, signal.SIGKILL)
@@ -239,6 +272,8 @@ def sweep(layout: NodeLayout) -> None:
     stragglers = _processes_naming(layout.root)
     _signal_all(stragglers, signal.SIGKILL)
     _wait_gone(stragglers, STOP_TIMEOUT_S)
+    for socket in sockets:
+        socket.unlink(missing_ok=True)
     for point in _mounts_under(layout.root):
         subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
     remaining = _mounts_under(layout.root)
@@ -249,10 +284,7 @@ def sweep(layout: NodeLayout) -> None:
             folder.rmdir()
         except OSError:
             continue  # a cgroup still in use by a process that would not die: leftovers() names it
-    if CONTAINER_LOG_LINKS.is_dir():
-        for link in CONTAINER_LOG_LINKS.iterdir():
-            if link.is_symlink() and str(os.readlink(link)).startswith(f"{layout.pod_logs}/"):
-                link.unlink()
+    _remove_kubelet_files(layout)
     _remove_kubelet_iptables()
     if layout.root.exists():
         _restore_sysctls(layout)
@@ -268,4 +300,6 @@ def leftovers(layout: NodeLayout, pids: Iterable[int] = ()) -> list[str]:
     found += [f"mount {point}" for point in _mounts_under(layout.root)]
     found += [f"cgroup {folder}" for folder in _cgroup_dirs()]
     found += [f"iptables chain {chain}" for chain in _kubelet_chains()]
+    found += [f"shim socket {path}" for path in shim_sockets(layout)]
+    found += [f"file {path}" for path in (DEVICE_PLUGINS / "kubelet.sock",) if path.exists()]
     return found

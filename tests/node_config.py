@@ -6,8 +6,9 @@ choice sits beside its reason and can be read (and tested) without running anyth
 Everything lives under one fixed folder of the machine (NodeLayout.root), never in the system's paths
 (/var/lib/containerd, /run/containerd, /var/lib/kubelet, /var/log/pods): the node shares nothing with
 another containerd or podman on the machine, and the leftovers of a node that crashed are found at the
-next start because they are in the same place. The one path the kubelet does not let us move is
-/var/log/containers (symbolic links to the pod logs), cleaned up by tests/node_cleanup.py.
+next start because they are in the same place. The paths that cannot be moved: the kubelet's
+/var/log/containers (symbolic links to the pod logs) and /var/lib/kubelet/device-plugins (its socket),
+and the shims' sockets in /run/containerd/s; tests/node_cleanup.py removes what the node put there.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ NODE_IP = "127.0.0.1"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "gocd-reuse-real-node"
 CNI_PLUGIN_DIR = Path("/usr/lib/cni")  # Debian's containernetworking-plugins
 CONTAINER_LOG_LINKS = Path("/var/log/containers")  # the kubelet's, fixed in its code
+DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")  # the kubelet's socket for device plugins, fixed too
+SHIM_SOCKETS = Path("/run/containerd/s")  # containerd's shims' sockets, whatever containerd's state folder
 
 
 @dataclass(frozen=True)

@@ -104,11 +104,14 @@ def test_stopping_the_node_leaves_no_process_mount_cgroup_or_file_behind(real_no
     core, namespace = real_node.core(), fresh_namespace(real_node)
     sleeping_pod(real_node, core, namespace)
     pids = node_cleanup.pod_processes() | set(real_node.daemon_pids().values())
+    sockets = node_cleanup.shim_sockets(real_node.layout)
     assert node_cleanup.pod_processes(), "the running pod's processes are in the kubepods cgroups"
+    assert sockets, "the pod's shim listens on a socket in /run/containerd/s"
     try:
         real_node.stop()
         assert node_cleanup.leftovers(real_node.layout, pids) == []
         assert not real_node.layout.root.exists()
+        assert not any(socket.exists() for socket in sockets)
     finally:
         core.delete_namespaced_pod("sleeper", namespace, grace_period_seconds=0)  # else the next node runs it
         real_node.start_again()
