@@ -17,6 +17,7 @@ the `kubepods` cgroups to be the node's own: one node runs per machine (tests/re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -238,6 +239,8 @@ def _remove_kubelet_files(layout: NodeLayout) -> None:
         for link in CONTAINER_LOG_LINKS.iterdir():
             if link.is_symlink() and str(os.readlink(link)).startswith(f"{layout.pod_logs}/"):
                 link.unlink()
+        with contextlib.suppress(OSError):  # the kubelet made it; kept when something else is in it
+            CONTAINER_LOG_LINKS.rmdir()
     for name in ("kubelet.sock", "kubelet_internal_checkpoint"):
         (DEVICE_PLUGINS / name).unlink(missing_ok=True)
     for folder in (DEVICE_PLUGINS, DEVICE_PLUGINS.parent):
