@@ -6,9 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Debian's packages the suite needs: chromium for the status-page tests, libjemalloc2 for the soak and
-# the allocator tests (the image preloads it: docker/Dockerfile).
+# the allocator tests (the image preloads it: docker/Dockerfile), and for the real node
+# (tests/real_node.py) containerd, runc, the CNI plugins (loopback) and mmdebstrap (its test image).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+[ -x /usr/lib/cni/loopback ] || missing+=(containernetworking-plugins)
 .venv/bin/python -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("jemalloc") is None)' \
   || missing+=(libjemalloc2)
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -25,6 +30,7 @@ fi
 .venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
 .venv/bin/python -m tests.container_image build  # the image, with podman on Debian-made bases (minutes the first time, then cached)
 .venv/bin/python -m tests.agent_image build  # the stand-in agent's image, an OCI archive made with mmdebstrap (a minute the first time, then cached)
+.venv/bin/python -m tests.real_node build  # kubelet, kube-scheduler, the pause and Debian test images (minutes the first time, then cached)
 .venv/bin/python -m pytest -q "$@"
 .venv/bin/python -m benchmarks.soak --minutes 2 --check --output .venv/soak-short.json  # the soak, short: growth must be flat (benchmarks/soak_rules.py)
 mvn_log=.venv/mvn-verify.log

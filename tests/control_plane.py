@@ -4,6 +4,9 @@ The fake API server (elastic_agent/simulation/fake_kube.py) answers what we taug
 thing, to check the adapter against what Kubernetes itself does: authentication, RBAC, TokenRequest,
 validation, resource versions, watches. As controller-runtime's envtest does, there is no kubelet, no
 scheduler and no controller-manager: pods are stored but never run, and nothing garbage-collects.
+tests/real_node.py adds a node to a control plane of its own (kubelet, containerd, kube-scheduler); the
+client certificates and serving certificate its components need are issued here (client_kubeconfig(),
+serving_certificate()).
 
 Nothing of Kubernetes can be downloaded as a binary where the tests run, so both binaries are built from
 the pinned, checksum-verified Go modules in kube-control-plane/ (see its README.md) into a cache folder
@@ -361,6 +364,7 @@ class ControlPlane:
         self._apiserver: _Process | None = None
         self._ssl: ssl.SSLContext | None = None
         self._frozen = False  # SIGSTOPped by freeze_apiserver()
+        self._authority: _Authority | None = None  # issues the identities of a node's components
 
     # lifecycle
 
@@ -447,7 +451,7 @@ class ControlPlane:
 
     def _start(self) -> None:
         work = self.workdir
-        authority = _Authority.create()
+        authority = self._authority = _Authority.create()
         self.ca_pem = _cert_pem(authority.cert).decode()
         _write(self.ca_path, self.ca_pem.encode())
         serving_cert, serving_key = authority.issue(
@@ -459,6 +463,12 @@ class ControlPlane:
         _write(work / "serving.key", serving_key, private=True)
         admin_cert_path = _write(work / "admin.crt", admin_cert)
         admin_key_path = _write(work / "admin.key", admin_key, private=True)
+        # How kube-apiserver reaches a kubelet (pod logs, exec): as a member of system:masters, which a
+        # kubelet's webhook authorization lets do anything. Unused while no kubelet runs.
+        kubelet_client_cert, kubelet_client_key = authority.issue(
+            _name("kube-apiserver-kubelet-client", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
+        _write(work / "kubelet-client.crt", kubelet_client_cert)
+        _write(work / "kubelet-client.key", kubelet_client_key, private=True)
         signing_key = _key()
         _write(work / "sa.key", _key_pem(signing_key), private=True)
         _write(work / "sa.pub", signing_key.public_key().public_bytes(
@@ -499,6 +509,11 @@ class ControlPlane:
             # reconciler would log an error every 10 s. Nothing here needs that Service.
             "--endpoint-reconciler-type=none",
             "--allow-privileged=true",
+            f"--kubelet-client-certificate={work / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={work / 'kubelet-client.key'}",
+            f"--kubelet-certificate-authority={self.ca_path}",
+            # A node on loopback has no name that resolves to it: use the address it reports.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             *self.extra_apiserver_args,
         ], work / "kube-apiserver.log")  # fmt: skip
         atexit.register(self.stop)  # a test run that dies without teardown leaves no processes behind
@@ -531,7 +546,8 @@ class ControlPlane:
         return "\n".join(f"--- {name}.log (last lines):\n{_tail(self.workdir / f'{name}.log')}"
                          for name in ("etcd", "kube-apiserver"))  # fmt: skip
 
-    def _write_kubeconfig(self, cert_pem: bytes, key_pem: bytes) -> None:
+    def _write_kubeconfig(self, cert_pem: bytes, key_pem: bytes, user: str = "admin",
+                          path: Path | None = None) -> Path:  # fmt: skip
         """Self-contained (data embedded): kubectl, client libraries, or a copy elsewhere can use it."""
 
         def b64(data: bytes) -> str:
@@ -539,13 +555,31 @@ class ControlPlane:
 
         cluster = {"server": self.url, "certificate-authority-data": b64(self.ca_pem.encode())}
         kubeconfig = {
-            "apiVersion": "v1", "kind": "Config", "current-context": "admin@test", "preferences": {},
+            "apiVersion": "v1", "kind": "Config", "current-context": f"{user}@test", "preferences": {},
             "clusters": [{"name": "test", "cluster": cluster}],
-            "users": [{"name": "admin", "user": {"client-certificate-data": b64(cert_pem),
-                                                 "client-key-data": b64(key_pem)}}],
-            "contexts": [{"name": "admin@test", "context": {"cluster": "test", "user": "admin"}}],
+            "users": [{"name": user, "user": {"client-certificate-data": b64(cert_pem),
+                                              "client-key-data": b64(key_pem)}}],
+            "contexts": [{"name": f"{user}@test", "context": {"cluster": "test", "user": user}}],
         }  # fmt: skip
-        _write(self.kubeconfig_path, yaml.safe_dump(kubeconfig).encode(), private=True)
+        return _write(path or self.kubeconfig_path, yaml.safe_dump(kubeconfig).encode(), private=True)
+
+    def client_kubeconfig(self, user: str, groups: Sequence[str], path: Path) -> Path:
+        """A kubeconfig at `path` for a client certificate of `user` in `groups` (the organisations of
+        its subject), issued by this control plane's CA: how a kubelet or a scheduler signs in."""
+        assert self._authority is not None, "start() first"
+        attributes = [x509.NameAttribute(NameOID.COMMON_NAME, user)]
+        attributes += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
+        cert, key = self._authority.issue(x509.Name(attributes), ExtendedKeyUsageOID.CLIENT_AUTH)
+        return self._write_kubeconfig(cert, key, user, path)
+
+    def serving_certificate(self, ip: str, cert_path: Path, key_path: Path) -> None:
+        """A serving certificate for `ip`, issued by this control plane's CA (which kube-apiserver checks
+        a kubelet's against), written as PEM to the two paths."""
+        assert self._authority is not None, "start() first"
+        cert, key = self._authority.issue(_name(ip), ExtendedKeyUsageOID.SERVER_AUTH,
+                                          [x509.IPAddress(ipaddress.ip_address(ip))])  # fmt: skip
+        _write(cert_path, cert)
+        _write(key_path, key, private=True)
 
     # clients and helpers
 
