@@ -2,7 +2,7 @@
 one pod per job against reuse on a 30-job trace in real time, and what the virtual-time simulator predicts
 for the same trace given that start-up time.
 
-    python -m benchmarks.real_pods                 # the real node (root, built binaries); about 9 minutes
+    python -m benchmarks.real_pods                 # the real node (root, built binaries); about 5 minutes
     python -m benchmarks.real_pods --fake          # the same on the fake cluster, agents as processes
 
 1. Boots: `--samples` jobs of a one-pod-per-job profile, one after another on an otherwise empty node,

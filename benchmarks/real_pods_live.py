@@ -162,6 +162,7 @@ class LiveResult:
     wait_p95: float
     wait_max: float
     boots_s: list[float] = field(default_factory=list)  # each pod's creation to its agent's registration
+    waits: list[float] = field(default_factory=list)  # sorted
     violations: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -199,6 +200,7 @@ def replay(
         wait_p95=percentile(waits, 0.95),
         wait_max=waits[-1] if waits else math.nan,
         boots_s=sorted(boots),
+        waits=waits,
         violations=model.invariant_violations(),
         wall_s=clock.now() - origin,
     )
