@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import platform
+import signal
 import statistics
 import sys
 import tempfile
@@ -226,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --samples and --jobs must be at least 1", file=sys.stderr)
         return 2
     jobs = trace(args.jobs, args.span, args.seed)
+    # SIGTERM unwinds as Ctrl-C does, so the node and the control plane are stopped, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     stacks = fake_stacks() if args.fake else node_stacks()
     with stacks as (make, image):
         samples = measure_boots(make, image, args.samples)
