@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
 from tests import real_node_fixtures
-from tests.node_stack import World, WorldMaker, agent_image_on_node, make_world
+from tests.conftest import wait_until
+from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, make_world
 from tests.reuse_helpers import completed
 from tests.stack_helpers import pod, schedule
 
@@ -48,4 +50,69 @@ def test_jobs_run_one_after_another_in_the_same_running_container(make_world: Wo
     assert (first.result, second.result) == ("Passed", "Passed")
     [registration] = world.stack.gocd.registrations  # one agent, registered once, ran both
     assert registration.agent_id == first.agent_id
+    assert world.stack.gocd.invariant_violations() == []
+
+
+class Termination:
+    """What a pod showed while it was deleted, seen by polling it until it is gone: the grace period the
+    deletion gave, and the exit code of its container once the agent stopped (the kubelet writes it
+    before it removes the pod; the fake reads the agent process's)."""
+
+    def __init__(self, world: World, name: str) -> None:
+        self.grace_s: int | None = None
+        self.exit_code: int | None = None
+        wait_until(lambda: self._seen(world, name), WAIT_S, f"pod {name} deleted and gone")
+        processes = world.stack.agent_processes
+        if processes is not None:
+            process = processes.process(name)
+            assert process is not None
+            self.exit_code = process.wait(WAIT_S)
+
+    def _seen(self, world: World, name: str) -> bool:
+        found = pod(world.stack, name)
+        if found is None:
+            return True
+        meta = found["metadata"]
+        # The first deletion's grace: once the containers stopped, the kubelet deletes again with grace 0.
+        if meta.get("deletionTimestamp") is not None and self.grace_s is None:
+            self.grace_s = meta.get("deletionGracePeriodSeconds")
+        ended = (
+            (found.get("status", {}).get("containerStatuses") or [{}])[0].get("state", {}).get("terminated")
+        )
+        if ended is not None:
+            self.exit_code = ended.get("exitCode")
+        return False
+
+
+def test_an_idle_pod_is_retired_and_its_agent_stops_on_sigterm_within_the_grace_period(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    job = completed(
+        world.stack, schedule(world.stack, world.profile(IdleTimeout="2s"), duration=JOB_S), WAIT_S
+    )
+    assert job.agent_id is not None
+    ended = Termination(world, job.agent_id)
+    assert ended.grace_s == GRACE_PERIOD_S
+    assert ended.exit_code in (0, SIGTERM_EXIT), ended.exit_code
+    assert world.stack.gocd.invariant_violations() == []
+
+
+def test_the_backend_restarted_under_a_running_job_keeps_the_pod_which_runs_the_next_job(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    profile = world.profile()
+    running = schedule(world.stack, profile, duration=4.0)
+    wait_until(
+        lambda: "Building" in world.stack.gocd.job(running.job_id).agent_reports, WAIT_S, "the job building"
+    )
+    world.stack.restart_backend()
+    first = completed(world.stack, running, WAIT_S)
+    assert first.result == "Passed" and first.agent_id is not None
+    before = container_of(world, first.agent_id)
+    second = completed(world.stack, schedule(world.stack, profile, duration=JOB_S, name="test"), WAIT_S)
+    assert second.agent_id == first.agent_id
+    assert same_container(container_of(world, first.agent_id)) == same_container(before)
+    assert len(world.stack.gocd.registrations) == 1
     assert world.stack.gocd.invariant_violations() == []
