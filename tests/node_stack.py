@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,3 +193,36 @@ def make_world(request: pytest.FixtureRequest) -> Iterator[WorldMaker]:
 @pytest.fixture(scope="session")
 def agent_image_on_node(real_node: RealNode) -> AgentImage:
     return imported_agent_image(real_node)
+
+
+def container_pids(pod_uid: str, container_id: str) -> list[int]:
+    """The host's pids of one container of a pod: the processes in that container's cgroup (the kubelet's
+    cgroupfs layout, kubepods/<qos>/pod<uid>/<container id>)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cgroups = (entry / "cgroup").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if f"pod{pod_uid}/{container_id}" in cgroups:
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_agent(world: World, pod: Mapping[str, Any]) -> None:
+    """SIGKILL the agent in the pod's container, as the kernel or an operator would: on the node the
+    container's processes, found by its cgroup; on the fake the agent process."""
+    name = pod["metadata"]["name"]
+    if world.node is None:
+        processes = world.stack.agent_processes
+        process = processes.process(name) if processes is not None else None
+        assert process is not None, f"no agent process for pod {name}"
+        process.send_signal(signal.SIGKILL)
+        return
+    container_id = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
+    pids = container_pids(pod["metadata"]["uid"], container_id)
+    assert pids, f"no process in the cgroup of pod {name}'s container"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)

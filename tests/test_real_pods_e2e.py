@@ -5,12 +5,13 @@ an idle pod retired with its grace period, the backend restarted under a running
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
 from tests import real_node_fixtures
 from tests.conftest import wait_until
-from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, make_world
+from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, kill_agent, make_world
 from tests.reuse_helpers import completed
 from tests.stack_helpers import pod, schedule
 
@@ -54,17 +55,20 @@ def test_jobs_run_one_after_another_in_the_same_running_container(make_world: Wo
 
 
 class Termination:
-    """What a pod showed while it was deleted, seen by polling it until it is gone: the grace period the
-    deletion gave, and the exit code of its container once the agent stopped (the kubelet writes it
-    before it removes the pod; the fake reads the agent process's)."""
+    """What a pod showed until it was gone, seen by polling it: the grace period its deletion gave, and
+    its container's terminated state once the agent stopped (the kubelet writes it before it removes
+    the pod). `exit_code` is that state's, or else the agent process's (the fake's kubelet writes no
+    state for a pod it deletes)."""
 
     def __init__(self, world: World, name: str) -> None:
         self.grace_s: int | None = None
+        self.terminated: dict[str, Any] | None = None
         self.exit_code: int | None = None
-        wait_until(lambda: self._seen(world, name), WAIT_S, f"pod {name} deleted and gone")
-        processes = world.stack.agent_processes
-        if processes is not None:
-            process = processes.process(name)
+        wait_until(lambda: self._seen(world, name), WAIT_S, f"pod {name} gone")
+        if self.terminated is not None:
+            self.exit_code = self.terminated.get("exitCode")
+        elif world.stack.agent_processes is not None:
+            process = world.stack.agent_processes.process(name)
             assert process is not None
             self.exit_code = process.wait(WAIT_S)
 
@@ -76,11 +80,8 @@ class Termination:
         # The first deletion's grace: once the containers stopped, the kubelet deletes again with grace 0.
         if meta.get("deletionTimestamp") is not None and self.grace_s is None:
             self.grace_s = meta.get("deletionGracePeriodSeconds")
-        ended = (
-            (found.get("status", {}).get("containerStatuses") or [{}])[0].get("state", {}).get("terminated")
-        )
-        if ended is not None:
-            self.exit_code = ended.get("exitCode")
+        statuses = found.get("status", {}).get("containerStatuses") or [{}]
+        self.terminated = statuses[0].get("state", {}).get("terminated") or self.terminated
         return False
 
 
@@ -115,4 +116,32 @@ def test_the_backend_restarted_under_a_running_job_keeps_the_pod_which_runs_the_
     assert second.agent_id == first.agent_id
     assert same_container(container_of(world, first.agent_id)) == same_container(before)
     assert len(world.stack.gocd.registrations) == 1
+    assert world.stack.gocd.invariant_violations() == []
+
+
+def test_an_agent_killed_under_its_job_is_lost_the_job_rescheduled_and_the_pod_replaced(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    job = schedule(world.stack, world.profile(), duration=30.0)
+    wait_until(
+        lambda: "Building" in world.stack.gocd.job(job.job_id).agent_reports, WAIT_S, "the job building"
+    )
+    name = world.stack.gocd.job(job.job_id).agent_id
+    assert name is not None
+    wait_until(
+        lambda: container_of(world, name).get("containerID") or world.node is None, WAIT_S, "the container id"
+    )
+    found = pod(world.stack, name)
+    assert found is not None
+    kill_agent(world, found)
+    ended = Termination(world, name)
+    assert ended.terminated is not None, "the container's end was never shown"
+    assert (ended.terminated["exitCode"], ended.terminated["reason"]) == (128 + signal.SIGKILL, "Error")
+    wait_until(lambda: world.stack.gocd.job(job.job_id).rescheduled_as, WAIT_S, "the job rescheduled")
+    again = world.stack.gocd.job(job.job_id).rescheduled_as
+    assert again is not None
+    world.stack.gocd.job(again).duration_s = JOB_S
+    rerun = completed(world.stack, world.stack.gocd.job(again), WAIT_S)
+    assert rerun.result == "Passed" and rerun.agent_id not in (None, name)
     assert world.stack.gocd.invariant_violations() == []
