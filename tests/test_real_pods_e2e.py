@@ -1,7 +1,8 @@
 """End to end on real pods (tests/node_stack.py): the backend, the simulated GoCD server and the stand-in
 agent in its pod, on the real node (kubelet, containerd, runc) and on the fake cluster with the agent as a
 process, the same scenario on both so that the fake stays honest: jobs reused in one running container,
-an idle pod retired with its grace period, the backend restarted under a running job."""
+an idle pod retired with its grace period, the backend restarted under a running job, an agent killed
+under its job."""
 
 from __future__ import annotations
 
