@@ -14,14 +14,14 @@ and the shims' sockets in /run/containerd/s; tests/node_cleanup.py removes what 
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 NODE_NAME = "127.0.0.1"  # the kubelet refuses a loopback --node-ip unless the node is named after it
 NODE_IP = "127.0.0.1"
-DEFAULT_ROOT = Path(tempfile.gettempdir()) / "gocd-reuse-real-node"
+# Fixed, not $TMPDIR: the next start must find what a crashed one left, and the socket path stay short.
+DEFAULT_ROOT = Path("/tmp/gocd-reuse-real-node")
 CNI_PLUGIN_DIR = Path("/usr/lib/cni")  # Debian's containernetworking-plugins
 CONTAINER_LOG_LINKS = Path("/var/log/containers")  # the kubelet's, fixed in its code
 DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")  # the kubelet's socket for device plugins, fixed too

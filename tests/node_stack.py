@@ -6,7 +6,8 @@ and runs its jobs there. No simulated kubelet runs, and everything is in real ti
 
 The same scenarios run on the fake cluster (`fake_stack`): the project's fake API server, the simulated
 kubelet and the stand-in agent as a process per pod, with the same elastic profile (`agent_profile`), so
-what the plugin is shown to do on a real node keeps the fake honest.
+what the plugin is shown to do on a real node keeps the fake honest. The fake's kubelet is told what the
+node does with a pod that cannot run there (`as_the_node_would`): an image the node lacks, too much CPU.
 
 Pods reach the agent API because the pods use the host's network (`hostNetwork: true`); the pod's
 GO_EA_SERVER_URL names the server as a pod network would, so the profile's Environment gives
@@ -23,16 +24,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from elastic_agent.clock import SystemClock
+from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig
+from elastic_agent.simulation.kubelet import PodFault
 from elastic_agent.simulation.stack import Stack, StackOptions
+from profiles.quantities import parse_cpu
 from tests import node_images
 from tests.agent_image import AgentImage, build
 from tests.real_cluster import SERVICE_ACCOUNT, project_role
@@ -57,6 +64,11 @@ GRACE_PERIOD_S = 5  # the pods' terminationGracePeriodSeconds: the agent exits w
 BOOT_DELAY_S = 1.0  # the fake kubelet's start of a container; the node takes about as long
 # What the fake's pods name: the fake kubelet runs the stand-in whatever the image.
 FAKE_IMAGE = "localhost/gocd-reuse-standin-agent:fake"
+FAKE_NODE_MILLICORES = 2000  # this machine's two cores, as the real node reports them
+INSUFFICIENT_CPU = (
+    "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No "
+    "preemption victims found for incoming pod."
+)
 _namespaces = itertools.count(1)
 
 
@@ -106,10 +118,25 @@ def node_stack(node: RealNode, **gocd: Any) -> Stack:
     return Stack(SystemClock(), options, cluster)
 
 
+def as_the_node_would(pod: Obj) -> PodFault | None:
+    """What the real node does with a pod that cannot run there, for the fake's kubelet: an image it does
+    not have cannot be pulled (no registry is reachable), and a pod asking more CPU than the node has
+    stays unscheduled, with the scheduler's words for one node (pkg/scheduler/framework/plugins/
+    noderesources/fit.go, "Insufficient cpu"; the preemption's line of pkg/scheduler/framework/
+    preemption/preemption.go)."""
+    container = pod["spec"]["containers"][0]
+    if container.get("image") != FAKE_IMAGE:
+        return PodFault("image_pull")
+    cpu = ((container.get("resources") or {}).get("requests") or {}).get("cpu")
+    if cpu is not None and parse_cpu(str(cpu)).millicores > FAKE_NODE_MILLICORES:
+        return PodFault("unschedulable", message=INSUFFICIENT_CPU)
+    return None
+
+
 def fake_stack(**gocd: Any) -> Stack:
     """The same on the fake cluster: the simulated kubelet starts each pod's stand-in agent as a process."""
     options = StackOptions(boot_delay=BOOT_DELAY_S, gocd=GoCDConfig(**{**FAST_GOCD, **gocd}),
-                           agent_processes={})  # fmt: skip
+                           agent_processes={}, faults=as_the_node_would)  # fmt: skip
     return Stack(SystemClock(), options)
 
 
@@ -190,3 +217,36 @@ def make_world(request: pytest.FixtureRequest) -> Iterator[WorldMaker]:
 @pytest.fixture(scope="session")
 def agent_image_on_node(real_node: RealNode) -> AgentImage:
     return imported_agent_image(real_node)
+
+
+def container_pids(pod_uid: str, container_id: str) -> list[int]:
+    """The host's pids of one container of a pod: the processes in that container's cgroup (the kubelet's
+    cgroupfs layout, kubepods/<qos>/pod<uid>/<container id>)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cgroups = (entry / "cgroup").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if f"pod{pod_uid}/{container_id}" in cgroups:
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_agent(world: World, pod: Mapping[str, Any]) -> None:
+    """SIGKILL the agent in the pod's container, as the kernel or an operator would: on the node the
+    container's processes, found by its cgroup; on the fake the agent process."""
+    name = pod["metadata"]["name"]
+    if world.node is None:
+        processes = world.stack.agent_processes
+        process = processes.process(name) if processes is not None else None
+        assert process is not None, f"no agent process for pod {name}"
+        process.send_signal(signal.SIGKILL)
+        return
+    container_id = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
+    pids = container_pids(pod["metadata"]["uid"], container_id)
+    assert pids, f"no process in the cgroup of pod {name}'s container"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)

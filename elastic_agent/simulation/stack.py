@@ -135,9 +135,14 @@ class Stack:
         self._kubelet: SimulatedKubelet | None = None
         if isinstance(self.cluster, ClusterUnderTest):
             self._kubelet = SimulatedKubelet(
-                self.cluster.pod_host, clock, host, boot_delay=self.options.boot_delay,
+                self.cluster.pod_host,
+                clock,
+                host,
+                boot_delay=self.options.boot_delay,
                 faults=self.options.faults,
             )
+        if self._kubelet is not None and self.agent_processes is not None:
+            self.agent_processes.on_exit = self._kubelet.agent_exited
         self.service: RunningService | None = None
         self.start_backend()
         if self._kubelet is not None:
