@@ -57,6 +57,10 @@ class RealCluster:
             "kubernetes_cluster_ca_cert": self.plane.ca_pem,
         }
 
+    def list_pods(self, namespace: str) -> list[dict[str, Any]]:
+        pods, _ = self.node.list_pods(namespace)
+        return pods
+
     def stop(self) -> None:
         self.node.stop()
 

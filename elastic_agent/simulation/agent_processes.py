@@ -11,7 +11,12 @@ process.
 What runs is the stand-in agent file with this interpreter by default; `command` may run it otherwise, such
 as a container of the agent image (tests/test_agent_image.py): it is given the pod's name and the names of
 the variables, whose values are in its own environment (`podman run -e NAME` takes them from there, so no
-key appears in a command line)."""
+key appears in a command line).
+
+A process that ends by itself (it exited, or something killed it) is reported to `on_exit` with its exit
+code, as a container runtime reports a container's end to the kubelet, which then writes the container's
+terminated state (the Stack gives the simulated kubelet's `agent_exited`). An end the host asked for (the
+pod stopped) is not reported: the kubelet already knows."""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from pathlib import Path
 STANDIN_AGENT = Path(__file__).resolve().parent / "standin_agent.py"
 SERVER_URL_VAR = "STANDIN_SERVER_URL"
 AgentCommand = Callable[[str, Sequence[str]], list[str]]  # (pod name, variable names) -> argv
+ExitListener = Callable[[str, int], None]  # (pod name, exit code)
 
 
 def standin_command(_pod_name: str, _variables: Sequence[str]) -> list[str]:
@@ -46,6 +52,8 @@ class ProcessAgentHost:
         self._extra_env = dict(extra_env or {})
         self._lock = threading.Lock()
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._stopping: set[str] = set()
+        self.on_exit: ExitListener | None = None
         self._outputs = Path(tempfile.mkdtemp(prefix="standin-agents-"))
 
     def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
@@ -57,10 +65,25 @@ class ProcessAgentHost:
             if pod_name in self._processes:
                 return
             with self.stdout_path(pod_name).open("wb") as out, self.stderr_path(pod_name).open("wb") as err:
-                self._processes[pod_name] = subprocess.Popen(argv, env=process_env, stdout=out, stderr=err)
+                process = subprocess.Popen(argv, env=process_env, stdout=out, stderr=err)
+                self._processes[pod_name] = process
+        threading.Thread(
+            target=self._watch, args=(pod_name, process), name=f"agent-{pod_name}", daemon=True
+        ).start()
+
+    def _watch(self, pod_name: str, process: subprocess.Popen[bytes]) -> None:
+        code = process.wait()
+        with self._lock:
+            asked = pod_name in self._stopping
+            listener = self.on_exit
+        if not asked and listener is not None:
+            listener(
+                pod_name, code if code >= 0 else 128 - code
+            )  # killed by signal N: 128 + N, as a shell says
 
     def agent_stopped(self, pod_name: str) -> None:
         with self._lock:
+            self._stopping.add(pod_name)
             process = self._processes.get(pod_name)
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -81,6 +104,7 @@ class ProcessAgentHost:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         with self._lock:
+            self._stopping.update(self._processes)
             processes = list(self._processes.values())
         for process in processes:
             if process.poll() is None:

@@ -26,7 +26,14 @@ from elastic_agent.clock import Clock
 from elastic_agent.simulation.agents import AgentHost
 from elastic_agent.simulation.fake_kube_store import Obj, rfc3339
 from elastic_agent.simulation.kubelet_statuses import container_status, env_of, first_container
-from elastic_agent.simulation.kubelet_troubles import AT_ADMISSION, Step, Trouble, oom_killed, restart_policy
+from elastic_agent.simulation.kubelet_troubles import (
+    AT_ADMISSION,
+    Step,
+    Trouble,
+    agent_exited,
+    oom_killed,
+    restart_policy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -366,13 +373,23 @@ class SimulatedKubelet:
         """The kernel kills the pod's agent container for memory (exit code 137, reason OOMKilled)."""
         self._oom(self._life(name, namespace))
 
+    def agent_exited(self, name: str, exit_code: int, namespace: str | None = None) -> None:
+        """The pod's agent process ended by itself (AgentHost's exit report): its container terminated."""
+        try:
+            life = self._life(name, namespace)
+        except KeyError:
+            return  # the pod is already finished or gone: the exit was the kubelet's doing
+        self._end_container(life, lambda pod: agent_exited(pod, life.started_at, self.clock.now(), exit_code))
+
     def _oom(self, life: _PodLife) -> None:
+        self._end_container(life, lambda pod: oom_killed(pod, life.started_at, self.clock.now()))
+
+    def _end_container(self, life: _PodLife, ending: Callable[[Obj], Step]) -> None:
         try:
             pod = self.store.get_pod(life.namespace, life.name)
         except Exception:
             return  # deleted meanwhile
-        step = oom_killed(pod, life.started_at, self.clock.now())
-        self._apply(life, step)
+        self._apply(life, ending(pod))
         with self._lock:
             was_running, life.agent_running = life.agent_running, False
         if was_running:

@@ -139,12 +139,26 @@ class Trouble:
 
 
 def oom_killed(pod: Mapping[str, Any], started_at: float, now: float) -> Step:
-    """The kernel kills the agent container for memory (exit code 137, reason OOMKilled). With
-    restartPolicy Never the pod fails; else the container is restarted at once, as a first exit is (the
-    agent that comes up again is not modelled: its key is spent, and GoCD would refuse it)."""
+    """The kernel kills the agent container for memory (exit code 137, reason OOMKilled)."""
+    name = st.first_container(pod).get("name", "agent")
+    events = [("Killing", f"Container {name} was OOM-killed", "Warning")]
+    return container_ended(pod, started_at, now, "OOMKilled", st.OOM_EXIT_CODE, events)
+
+
+def agent_exited(pod: Mapping[str, Any], started_at: float, now: float, exit_code: int) -> Step:
+    """The agent's process ended on its own (it exited, or was killed by a signal: 128 + the signal).
+    The reason is the container runtime's: containerd's CRI (pkg/cri/server/container_status.go,
+    `toCRIContainerStatus`) says Completed for exit code 0 and Error for any other."""
+    return container_ended(pod, started_at, now, "Completed" if exit_code == 0 else "Error", exit_code, [])
+
+
+def container_ended(
+    pod: Mapping[str, Any], started_at: float, now: float, reason: str, exit_code: int, events: list[Event]
+) -> Step:
+    """With restartPolicy Never the pod fails; else the container is restarted at once, as a first exit
+    is (the agent that comes up again is not modelled: its key is spent, and GoCD would refuse it)."""
     container = st.first_container(pod)
-    ended = st.terminated("OOMKilled", st.OOM_EXIT_CODE, rfc3339(started_at), rfc3339(now))
-    events = [("Killing", f"Container {container.get('name', 'agent')} was OOM-killed", "Warning")]
+    ended = st.terminated(reason, exit_code, rfc3339(started_at), rfc3339(now))
     if restart_policy(pod) == "Never":
         return Step({"containerStatuses": [st.container_status(container, False, ended)]}, events, fails=True)
     statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]

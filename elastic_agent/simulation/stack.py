@@ -3,7 +3,9 @@ simulated kubelet, and the simulated GoCD server with its callback endpoint, on 
 
 The API server is the project's fake by default (`FakeCluster`: fault injection, any clock); the tests
 on a real kube-apiserver pass a cluster of their own (tests/real_cluster.py), driven by the same
-simulated kubelet through the API (apiserver_node.py). Integration tests and the demo use it; the
+simulated kubelet through the API (apiserver_node.py). A cluster with a real node (tests/node_stack.py)
+has no pod host: its own kubelet runs the pods and their agents, which reach the simulated server's
+agent API over loopback, so no simulated kubelet runs. Integration tests and the demo use it; the
 backend can be restarted (a new process would lose exactly what this loses: memory, not pods).
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock, ScaledClock
@@ -50,17 +52,25 @@ class SwitchableTransport:
             old.close()
 
 
-class ClusterUnderTest(Protocol):
+class ApiServerUnderTest(Protocol):
     """A Kubernetes API server for the stack: where it is, the credentials of a cluster profile for it,
-    and what the simulated kubelet drives."""
+    and its pods as plain objects."""
 
     url: str
-    pod_host: PodHost
 
     def profile_properties(self) -> dict[str, str]:
         """`kubernetes_cluster_url` and the credentials (`security_token`, `kubernetes_cluster_ca_cert`)."""
 
+    def list_pods(self, namespace: str) -> list[dict[str, Any]]: ...
+
     def stop(self) -> None: ...
+
+
+@runtime_checkable
+class ClusterUnderTest(ApiServerUnderTest, Protocol):
+    """An API server without a kubelet of its own: `pod_host` is what the simulated kubelet drives."""
+
+    pod_host: PodHost
 
 
 class FakeCluster:
@@ -73,6 +83,10 @@ class FakeCluster:
 
     def profile_properties(self) -> dict[str, str]:
         return {"kubernetes_cluster_url": self.url, "security_token": "cluster-token"}
+
+    def list_pods(self, namespace: str) -> list[dict[str, Any]]:
+        pods, _ = self.pod_host.list_pods(namespace)
+        return pods
 
     def stop(self) -> None:
         self.server.stop()
@@ -91,15 +105,17 @@ class StackOptions:
     # variables added to its environment), instead of the in-process agent of the simulated server.
     agent_processes: dict[str, str] | None = None
     agent_command: AgentCommand = standin_command  # what runs each agent process
+    # Serve the agent API on loopback without agent processes: a real node's pods run the agents.
+    agent_api: bool = False
 
 
 class Stack:
     def __init__(
-        self, clock: Clock, options: StackOptions | None = None, cluster: ClusterUnderTest | None = None
+        self, clock: Clock, options: StackOptions | None = None, cluster: ApiServerUnderTest | None = None
     ) -> None:
         self.clock = clock
         self.options = options or StackOptions()
-        self.cluster = cluster if cluster is not None else FakeCluster(clock)
+        self.cluster: ApiServerUnderTest = cluster if cluster is not None else FakeCluster(clock)
         self.transport = SwitchableTransport()
         self.gocd = SimulatedGoCD(clock, self.transport, self.options.gocd)
         self.callbacks = CallbackServer(self.gocd, TOKEN)
@@ -107,20 +123,30 @@ class Stack:
         self.agent_api: AgentApiServer | None = None
         self.agent_processes: ProcessAgentHost | None = None
         host: AgentHost = self.gocd
-        if self.options.agent_processes is not None:
+        if self.options.agent_processes is not None or self.options.agent_api:
             time_scale = clock.factor if isinstance(clock, ScaledClock) else 1.0
             self.agent_api = AgentApiServer(self.gocd, time_scale=time_scale)
-            self.agent_processes = ProcessAgentHost(
-                self.agent_api.start(), self.options.agent_processes, self.options.agent_command
+            api_url = self.agent_api.start()
+            if self.options.agent_processes is not None:
+                self.agent_processes = ProcessAgentHost(
+                    api_url, self.options.agent_processes, self.options.agent_command
+                )
+                host = self.agent_processes
+        self._kubelet: SimulatedKubelet | None = None
+        if isinstance(self.cluster, ClusterUnderTest):
+            self._kubelet = SimulatedKubelet(
+                self.cluster.pod_host,
+                clock,
+                host,
+                boot_delay=self.options.boot_delay,
+                faults=self.options.faults,
             )
-            host = self.agent_processes
-        self.kubelet = SimulatedKubelet(
-            self.cluster.pod_host, clock, host, boot_delay=self.options.boot_delay,
-            faults=self.options.faults,
-        )
+        if self._kubelet is not None and self.agent_processes is not None:
+            self.agent_processes.on_exit = self._kubelet.agent_exited
         self.service: RunningService | None = None
         self.start_backend()
-        self.kubelet.start()
+        if self._kubelet is not None:
+            self._kubelet.start()
         if self.options.start_gocd:
             self.gocd.start()
 
@@ -130,6 +156,13 @@ class Stack:
         if not isinstance(self.cluster, FakeCluster):
             raise TypeError("this stack runs on a real API server: it has no fake to inject faults into")
         return self.cluster.server
+
+    @property
+    def kubelet(self) -> SimulatedKubelet:
+        """The simulated kubelet, for its faults (a stack on a real node has the real one instead)."""
+        if self._kubelet is None:
+            raise TypeError("this stack runs on a real node: its pods are run by a real kubelet")
+        return self._kubelet
 
     @property
     def backend(self) -> Backend:
@@ -171,12 +204,12 @@ class Stack:
         return profile
 
     def pods(self) -> list[dict[str, Any]]:
-        pods, _ = self.cluster.pod_host.list_pods(self.options.namespace)
-        return pods
+        return self.cluster.list_pods(self.options.namespace)
 
     def stop(self) -> None:
         self.gocd.stop()
-        self.kubelet.stop()
+        if self._kubelet is not None:
+            self._kubelet.stop()
         if self.agent_processes is not None:
             self.agent_processes.stop()
         if self.agent_api is not None:

@@ -20,7 +20,8 @@ and nothing of this project. STANDIN_SERVER_URL, when set, is where it reaches t
 GO_EA_SERVER_URL: pods on loopback (host network) reach the simulated server at 127.0.0.1, which the
 plugin's go_server_url may not name; an elastic profile's Environment can set it. The intervals can be
 shortened for tests with STANDIN_PING_S, STANDIN_WORK_DELAY_S, STANDIN_WORK_INTERVAL_S and
-STANDIN_REGISTER_RETRY_S.
+STANDIN_REGISTER_RETRY_S. STANDIN_EXIT_AT_START=<code> makes it exit at once with that code, before it
+registers: an agent image that is broken, as a wrong entrypoint or a missing Java would make one.
 
 A job's work is a sleep and an exit code (gocd_agent_api.py); the agent prints one line per job to
 stdout. On SIGTERM it stops at once: a running job is abandoned unreported, as a real agent's JVM exits on
@@ -267,6 +268,10 @@ def log(message: str) -> None:
 
 
 def main() -> int:
+    broken = os.environ.get("STANDIN_EXIT_AT_START")
+    if broken:
+        log(f"told to exit at start with code {broken}")
+        return int(broken)
     settings = Settings.from_env(dict(os.environ))
     if not settings.server_url.endswith("/go"):
         log("GO_EA_SERVER_URL must be the server's URL ending in /go")

@@ -1,0 +1,148 @@
+"""End to end on real pods (tests/node_stack.py): the backend, the simulated GoCD server and the stand-in
+agent in its pod, on the real node (kubelet, containerd, runc) and on the fake cluster with the agent as a
+process, the same scenario on both so that the fake stays honest: jobs reused in one running container,
+an idle pod retired with its grace period, the backend restarted under a running job, an agent killed
+under its job."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
+from tests import real_node_fixtures
+from tests.conftest import wait_until
+from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, kill_agent, make_world
+from tests.reuse_helpers import completed
+from tests.stack_helpers import pod, schedule
+
+real_node = real_node_fixtures.real_node  # fixtures, used by name
+real_node_binaries = real_node_fixtures.real_node_binaries
+real_kube_binaries = real_node_fixtures.real_kube_binaries
+__all__ = ["agent_image_on_node", "make_world", "real_kube_binaries", "real_node", "real_node_binaries"]
+
+JOB_S = 1.0  # a job's sleep in the agent, real seconds
+WAIT_S = 60.0  # a bound on any one step, not an expectation: steps take seconds
+
+
+def container_of(world: World, name: str) -> dict[str, Any]:
+    found = pod(world.stack, name)
+    assert found is not None, f"pod {name} is gone"
+    statuses = found.get("status", {}).get("containerStatuses") or [{}]
+    status: dict[str, Any] = statuses[0]
+    return status
+
+
+def same_container(status: dict[str, Any]) -> tuple[Any, ...]:
+    """What names one run of a container: its runtime id (the real kubelet's) and when it started."""
+    return status.get("containerID"), status.get("state", {}).get("running", {}).get("startedAt")
+
+
+def test_jobs_run_one_after_another_in_the_same_running_container(make_world: WorldMaker) -> None:
+    world = make_world()
+    profile = world.profile()
+    first = completed(world.stack, schedule(world.stack, profile, duration=JOB_S), WAIT_S)
+    assert first.agent_id is not None
+    before = container_of(world, first.agent_id)
+    second = completed(world.stack, schedule(world.stack, profile, duration=JOB_S, name="test"), WAIT_S)
+    assert second.agent_id == first.agent_id
+    after = container_of(world, first.agent_id)
+    assert same_container(after) == same_container(before)
+    assert after["state"].get("running") is not None and after["restartCount"] == 0
+    assert (first.result, second.result) == ("Passed", "Passed")
+    [registration] = world.stack.gocd.registrations  # one agent, registered once, ran both
+    assert registration.agent_id == first.agent_id
+    assert world.stack.gocd.invariant_violations() == []
+
+
+class Termination:
+    """What a pod showed until it was gone, seen by polling it: the grace period its deletion gave, and
+    its container's terminated state once the agent stopped (the kubelet writes it before it removes
+    the pod). `exit_code` is that state's, or else the agent process's (the fake's kubelet writes no
+    state for a pod it deletes)."""
+
+    def __init__(self, world: World, name: str) -> None:
+        self.grace_s: int | None = None
+        self.terminated: dict[str, Any] | None = None
+        self.exit_code: int | None = None
+        wait_until(lambda: self._seen(world, name), WAIT_S, f"pod {name} gone")
+        if self.terminated is not None:
+            self.exit_code = self.terminated.get("exitCode")
+        elif world.stack.agent_processes is not None:
+            process = world.stack.agent_processes.process(name)
+            assert process is not None
+            self.exit_code = process.wait(WAIT_S)
+
+    def _seen(self, world: World, name: str) -> bool:
+        found = pod(world.stack, name)
+        if found is None:
+            return True
+        meta = found["metadata"]
+        # The first deletion's grace: once the containers stopped, the kubelet deletes again with grace 0.
+        if meta.get("deletionTimestamp") is not None and self.grace_s is None:
+            self.grace_s = meta.get("deletionGracePeriodSeconds")
+        statuses = found.get("status", {}).get("containerStatuses") or [{}]
+        self.terminated = statuses[0].get("state", {}).get("terminated") or self.terminated
+        return False
+
+
+def test_an_idle_pod_is_retired_and_its_agent_stops_on_sigterm_within_the_grace_period(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    job = completed(
+        world.stack, schedule(world.stack, world.profile(IdleTimeout="2s"), duration=JOB_S), WAIT_S
+    )
+    assert job.agent_id is not None
+    ended = Termination(world, job.agent_id)
+    assert ended.grace_s == GRACE_PERIOD_S
+    assert ended.exit_code in (0, SIGTERM_EXIT), ended.exit_code
+    assert world.stack.gocd.invariant_violations() == []
+
+
+def test_the_backend_restarted_under_a_running_job_keeps_the_pod_which_runs_the_next_job(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    profile = world.profile()
+    running = schedule(world.stack, profile, duration=4.0)
+    wait_until(
+        lambda: "Building" in world.stack.gocd.job(running.job_id).agent_reports, WAIT_S, "the job building"
+    )
+    world.stack.restart_backend()
+    first = completed(world.stack, running, WAIT_S)
+    assert first.result == "Passed" and first.agent_id is not None
+    before = container_of(world, first.agent_id)
+    second = completed(world.stack, schedule(world.stack, profile, duration=JOB_S, name="test"), WAIT_S)
+    assert second.agent_id == first.agent_id
+    assert same_container(container_of(world, first.agent_id)) == same_container(before)
+    assert len(world.stack.gocd.registrations) == 1
+    assert world.stack.gocd.invariant_violations() == []
+
+
+def test_an_agent_killed_under_its_job_is_lost_the_job_rescheduled_and_the_pod_replaced(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    job = schedule(world.stack, world.profile(), duration=30.0)
+    wait_until(
+        lambda: "Building" in world.stack.gocd.job(job.job_id).agent_reports, WAIT_S, "the job building"
+    )
+    name = world.stack.gocd.job(job.job_id).agent_id
+    assert name is not None
+    wait_until(
+        lambda: container_of(world, name).get("containerID") or world.node is None, WAIT_S, "the container id"
+    )
+    found = pod(world.stack, name)
+    assert found is not None
+    kill_agent(world, found)
+    ended = Termination(world, name)
+    assert ended.terminated is not None, "the container's end was never shown"
+    assert (ended.terminated["exitCode"], ended.terminated["reason"]) == (128 + signal.SIGKILL, "Error")
+    wait_until(lambda: world.stack.gocd.job(job.job_id).rescheduled_as, WAIT_S, "the job rescheduled")
+    again = world.stack.gocd.job(job.job_id).rescheduled_as
+    assert again is not None
+    world.stack.gocd.job(again).duration_s = JOB_S
+    rerun = completed(world.stack, world.stack.gocd.job(again), WAIT_S)
+    assert rerun.result == "Passed" and rerun.agent_id not in (None, name)
+    assert world.stack.gocd.invariant_violations() == []
