@@ -2,19 +2,28 @@
 agent in its pod, on the real node (kubelet, containerd, runc) and on the fake cluster with the agent as a
 process, the same scenario on both so that the fake stays honest: jobs reused in one running container,
 an idle pod retired with its grace period, the backend restarted under a running job, an agent killed
-under its job."""
+under its job. Then broken pods: a node too small for the profile's pod (Pending, Unschedulable), an image
+that does not exist (ErrImagePull, ImagePullBackOff), an agent that exits 1 at start; each is told in the
+waiting job's console and in a health message with Kubernetes' own reason, the broken pod is deleted, and
+no more pods of the profile pile up while it is held (pool/broken_pods.py, pool/holds.py).
+
+One module: the real node is a session fixture taken under a machine-wide lock, and each module that
+binds the fixture by name gets a node of its own, whose start would wait for the lock this session's
+first node holds."""
 
 from __future__ import annotations
 
 import signal
+import uuid
 from typing import Any
 
+from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
 from tests import real_node_fixtures
 from tests.conftest import wait_until
 from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, kill_agent, make_world
 from tests.reuse_helpers import completed
-from tests.stack_helpers import pod, schedule
+from tests.stack_helpers import pod, pod_names, schedule
 
 real_node = real_node_fixtures.real_node  # fixtures, used by name
 real_node_binaries = real_node_fixtures.real_node_binaries
@@ -146,3 +155,69 @@ def test_an_agent_killed_under_its_job_is_lost_the_job_rescheduled_and_the_pod_r
     rerun = completed(world.stack, world.stack.gocd.job(again), WAIT_S)
     assert rerun.result == "Passed" and rerun.agent_id not in (None, name)
     assert world.stack.gocd.invariant_violations() == []
+
+
+BROKEN_WAIT_S = 90.0  # Unschedulable is told once the pod is 30 s old
+MORE_CPU_THAN_ANY_NODE = "1000"
+
+
+def told(world: World, job: Job) -> str:
+    """The console line naming the broken pod, once it is there."""
+    wait_until(
+        lambda: "cannot start" in world.stack.gocd.job(job.job_id).console_text,
+        BROKEN_WAIT_S,
+        "the console line",
+    )
+    return next(line for line in world.stack.gocd.job(job.job_id).console if "cannot start" in line)
+
+
+def broken_pod(line: str) -> str:
+    return line.split("pod ", 1)[1].split(" ", 1)[0]
+
+
+def assert_told_deleted_and_held(world: World, job: Job, reasons: tuple[str, ...]) -> str:
+    line = told(world, job)
+    assert any(reason in line for reason in reasons), line
+    health_told = lambda: any("cannot start" in m.message for m in world.stack.gocd.health_messages)  # noqa: E731
+    wait_until(health_told, BROKEN_WAIT_S, "the health message")
+    health = next(m.message for m in world.stack.gocd.health_messages if "cannot start" in m.message)
+    assert any(reason in health for reason in reasons), health
+    name = broken_pod(line)
+    wait_until(lambda: name not in pod_names(world.stack), BROKEN_WAIT_S, f"the broken pod {name} deleted")
+    # Held: over the next server-pings, while the job still waits, no pods of the profile pile up.
+    pings = world.stack.gocd.stats.pings_sent
+    seen: set[str] = set()
+
+    def two_more_pings() -> bool:
+        seen.update(pod_names(world.stack))
+        return world.stack.gocd.stats.pings_sent >= pings + 2
+
+    wait_until(two_more_pings, BROKEN_WAIT_S, "two more server-pings")
+    assert len(seen - {name}) <= 1, seen
+    assert world.stack.gocd.job(job.job_id).completed_at is None
+    return line
+
+
+def test_a_profile_asking_more_cpu_than_the_node_has_is_told_unschedulable_and_held(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    profile = world.profile({"resources": {"requests": {"cpu": MORE_CPU_THAN_ANY_NODE}}})
+    job = schedule(world.stack, profile)
+    line = assert_told_deleted_and_held(world, job, ("Unschedulable",))
+    assert "Insufficient cpu" in line, line
+
+
+def test_an_image_that_does_not_exist_is_told_as_a_failed_pull_and_held(make_world: WorldMaker) -> None:
+    world = make_world()
+    missing = f"localhost/gocd-reuse-no-such-image:{uuid.uuid4().hex[:8]}"
+    job = schedule(world.stack, world.profile({"image": missing}))
+    line = assert_told_deleted_and_held(world, job, ("ErrImagePull", "ImagePullBackOff"))
+    assert missing in line, line
+
+
+def test_an_agent_that_exits_1_at_start_is_told_with_its_exit_code_and_held(make_world: WorldMaker) -> None:
+    world = make_world()
+    job = schedule(world.stack, world.profile({"env": [{"name": "STANDIN_EXIT_AT_START", "value": "1"}]}))
+    line = assert_told_deleted_and_held(world, job, ("Error",))
+    assert "exited with code 1" in line, line
