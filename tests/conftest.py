@@ -12,6 +12,13 @@ from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.stack import Stack, StackOptions
 
+# The real node's fixtures, defined once for the session here rather than imported into each module that
+# uses them: each module binding a session fixture by name gets an instance of its own, and a second
+# node's start would wait for the machine lock the session's first node holds.
+from tests.real_node_fixtures import real_kube_binaries, real_node, real_node_binaries
+
+__all__ = ["real_kube_binaries", "real_node", "real_node_binaries"]  # fixtures, used by name
+
 # Full request names, as GoCD sends them.
 CREATE = PREFIX + "create-agent"
 ASSIGN = PREFIX + "should-assign-work"

@@ -1,10 +1,9 @@
 """Session fixtures for the real node (tests/real_node.py): a control plane of its own with a kubelet,
 containerd and kube-scheduler, and the helpers tests of real pods share.
 
-Import the fixtures you use into a test module, as with tests/real_kube_fixtures.py:
-
-    from tests import real_node_fixtures
-    real_node = real_node_fixtures.real_node  # fixture
+tests/conftest.py imports these fixtures, so every module has them by name: do not import them into a
+test module as well, which would give that module a node of its own, and its start would wait for the
+machine lock the session's first node holds.
 
 `real_node` is a RealNode: `real_node.plane` is its ControlPlane (admin client, client_kubeconfig(),
 service_account_token(), apply_role()), `real_node.name` the node's name (127.0.0.1),

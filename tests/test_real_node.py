@@ -9,13 +9,9 @@ import uuid
 
 from kubernetes import client
 
-from tests import node_cleanup, real_node_fixtures
+from tests import node_cleanup
 from tests.real_node import NOT_READY_TAINT, RealNode
 from tests.real_node_fixtures import condition_of, pod_log, pod_manifest, wait_for_pod, waiting_reason
-
-real_node = real_node_fixtures.real_node  # fixture
-real_node_binaries = real_node_fixtures.real_node_binaries  # fixture
-real_kube_binaries = real_node_fixtures.real_kube_binaries  # fixture
 
 
 def fresh_namespace(node: RealNode) -> str:

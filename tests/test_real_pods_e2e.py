@@ -7,9 +7,7 @@ that does not exist (ErrImagePull, ImagePullBackOff), an agent that exits 1 at s
 waiting job's console and in a health message with Kubernetes' own reason, the broken pod is deleted, and
 no more pods of the profile pile up while it is held (pool/broken_pods.py, pool/holds.py).
 
-One module: the real node is a session fixture taken under a machine-wide lock, and each module that
-binds the fixture by name gets a node of its own, whose start would wait for the lock this session's
-first node holds."""
+The node's fixtures come from tests/conftest.py: one node for the session, whichever modules use it."""
 
 from __future__ import annotations
 
@@ -19,16 +17,12 @@ from typing import Any
 
 from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
-from tests import real_node_fixtures
 from tests.conftest import wait_until
 from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, kill_agent, make_world
 from tests.reuse_helpers import completed
 from tests.stack_helpers import pod, pod_names, schedule
 
-real_node = real_node_fixtures.real_node  # fixtures, used by name
-real_node_binaries = real_node_fixtures.real_node_binaries
-real_kube_binaries = real_node_fixtures.real_kube_binaries
-__all__ = ["agent_image_on_node", "make_world", "real_kube_binaries", "real_node", "real_node_binaries"]
+__all__ = ["agent_image_on_node", "make_world"]  # fixtures, used by name
 
 JOB_S = 1.0  # a job's sleep in the agent, real seconds
 WAIT_S = 60.0  # a bound on any one step, not an expectation: steps take seconds
