@@ -82,8 +82,10 @@ def apply_busy_budget(api: client.ApiClient, namespace: str) -> None:
 
 
 def fake_admin(url: str) -> client.ApiClient:
-    """An admin's client of the fake API server (which takes any token without service accounts)."""
-    configuration = client.Configuration(host=url, api_key={"authorization": "Bearer cluster-token"})
+    """An admin's client of the fake API server: the cluster profile's token (the fake demands none)."""
+    configuration = client.Configuration(host=url)
+    configuration.api_key = {"BearerToken": "cluster-token"}
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
     return client.ApiClient(configuration)
 
 
