@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from elastic_agent.clock import SystemClock
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -70,6 +71,22 @@ INSUFFICIENT_CPU = (
     "preemption victims found for incoming pod."
 )
 _namespaces = itertools.count(1)
+BUSY_BUDGET = Path(__file__).resolve().parent.parent / "docker" / "kubernetes" / "pdb.yaml"
+
+
+def apply_busy_budget(api: client.ApiClient, namespace: str) -> None:
+    """The install's PodDisruptionBudget (docker/kubernetes/pdb.yaml), as shipped, in `namespace`."""
+    budget = yaml.safe_load(BUSY_BUDGET.read_text())
+    budget["metadata"]["namespace"] = namespace
+    client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, budget)
+
+
+def fake_admin(url: str) -> client.ApiClient:
+    """An admin's client of the fake API server: the cluster profile's token (the fake demands none)."""
+    configuration = client.Configuration(host=url)
+    configuration.api_key = {"BearerToken": "cluster-token"}
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    return client.ApiClient(configuration)
 
 
 class NodeCluster:
@@ -85,6 +102,7 @@ class NodeCluster:
         self.token = node.plane.service_account_token(self.namespace, SERVICE_ACCOUNT, 3600)
         self.url = node.plane.url
         self.core = node.core()
+        apply_busy_budget(self.core.api_client, self.namespace)
 
     def profile_properties(self) -> dict[str, str]:
         return {
@@ -137,7 +155,9 @@ def fake_stack(**gocd: Any) -> Stack:
     """The same on the fake cluster: the simulated kubelet starts each pod's stand-in agent as a process."""
     options = StackOptions(boot_delay=BOOT_DELAY_S, gocd=GoCDConfig(**{**FAST_GOCD, **gocd}),
                            agent_processes={}, faults=as_the_node_would)  # fmt: skip
-    return Stack(SystemClock(), options)
+    stack = Stack(SystemClock(), options)
+    apply_busy_budget(fake_admin(stack.kube.url), options.namespace)
+    return stack
 
 
 def agent_pod_template(image: str, container: Mapping[str, Any] | None = None) -> str:

@@ -289,3 +289,13 @@ def test_the_guides_uninstall_selects_this_plugins_pods_by_the_label_they_carry(
     selector = f"-l {labels.LABEL_PLUGIN_ID}={pod['metadata']['labels'][labels.LABEL_PLUGIN_ID]}"
     assert f"kubectl -n gocd-agents delete pods {selector}" in guide()
     assert OFFICIAL_PLUGIN_INSTALL in guide(), "the entry that keeps the official plugin updated"
+
+
+def test_the_guide_names_the_busy_agents_budget_the_label_it_selects_and_deletes_it_on_uninstall() -> None:
+    budget = yaml.safe_load((ROOT / "docker" / "kubernetes" / "pdb.yaml").read_text())
+    name = budget["metadata"]["name"]
+    assert budget["spec"]["selector"] == {"matchLabels": {labels.LABEL_BUSY: "true"}}
+    text = " ".join(guide().split())
+    assert f"`{name}` (`docker/kubernetes/pdb.yaml`)" in text
+    assert f"`{labels.LABEL_BUSY}=true`" in text and "refused (429 Too Many Requests" in text
+    assert f"kubectl -n gocd-agents delete pdb {name}" in text

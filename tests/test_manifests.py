@@ -17,6 +17,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from elastic_agent.pool.labels import LABEL_BUSY
 from tests.control_plane import Binaries, ControlPlane
 from tests.gocd_chart import (
     CHART_KEYS,
@@ -71,11 +72,15 @@ def rendered(real_kube_binaries: Binaries, tmp_path: Path) -> list[dict[str, Any
     return kustomize(real_kube_binaries, folder)
 
 
-def test_the_kustomize_manifests_are_the_role_its_binding_and_the_secret(
+def test_the_kustomize_manifests_are_the_role_its_binding_the_busy_agents_budget_and_the_secret(
     rendered: list[dict[str, Any]],
 ) -> None:
     by_kind = {obj["kind"]: obj for obj in rendered}
-    assert sorted(by_kind) == ["Role", "RoleBinding", "Secret"], "the ServiceAccount is the chart's"
+    kinds = ["PodDisruptionBudget", "Role", "RoleBinding", "Secret"]
+    assert sorted(by_kind) == kinds, "the ServiceAccount is the chart's"
+    budget = by_kind["PodDisruptionBudget"]
+    assert budget["metadata"] == {"name": "gocd-reuse-busy-agents", "namespace": "gocd-agents"}
+    assert budget["spec"] == {"selector": {"matchLabels": {LABEL_BUSY: "true"}}, "maxUnavailable": 0}
     role = by_kind["Role"]
     assert role["rules"] == project_role()["rules"], "the very Role proved on the real server"
     assert role["metadata"]["namespace"] == "gocd-agents"

@@ -2,10 +2,12 @@
 agent in its pod, on the real node (kubelet, containerd, runc) and on the fake cluster with the agent as a
 process, the same scenario on both so that the fake stays honest: jobs reused in one running container,
 an idle pod retired with its grace period, the backend restarted under a running job, an agent killed
-under its job. Then broken pods: a node too small for the profile's pod (Pending, Unschedulable), an image
-that does not exist (ErrImagePull, ImagePullBackOff), an agent that exits 1 at start; each is told in the
-waiting job's console and in a health message with Kubernetes' own reason, the broken pod is deleted, and
-no more pods of the profile pile up while it is held (pool/broken_pods.py, pool/holds.py).
+under its job, an eviction through the Eviction API granted for an idle pod and refused (429) for a busy
+one by the shipped PodDisruptionBudget (docker/kubernetes/pdb.yaml) until its job ends. Then broken
+pods: a node too small for the profile's pod (Pending, Unschedulable), an image that does not exist
+(ErrImagePull, ImagePullBackOff), an agent that exits 1 at start; each is told in the waiting job's
+console and in a health message with Kubernetes' own reason, the broken pod is deleted, and no more pods
+of the profile pile up while it is held (pool/broken_pods.py, pool/holds.py).
 
 The node's fixtures come from tests/conftest.py: one node for the session, whichever modules use it."""
 
@@ -15,10 +17,23 @@ import signal
 import uuid
 from typing import Any
 
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from elastic_agent.pool.labels import ANN_STATE, LABEL_BUSY
 from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
 from tests.conftest import wait_until
-from tests.node_stack import GRACE_PERIOD_S, World, WorldMaker, agent_image_on_node, kill_agent, make_world
+from tests.node_stack import (
+    GRACE_PERIOD_S,
+    World,
+    WorldMaker,
+    agent_image_on_node,
+    fake_admin,
+    kill_agent,
+    make_world,
+)
 from tests.reuse_helpers import completed
 from tests.stack_helpers import pod, pod_names, schedule
 
@@ -148,6 +163,73 @@ def test_an_agent_killed_under_its_job_is_lost_the_job_rescheduled_and_the_pod_r
     world.stack.gocd.job(again).duration_s = JOB_S
     rerun = completed(world.stack, world.stack.gocd.job(again), WAIT_S)
     assert rerun.result == "Passed" and rerun.agent_id not in (None, name)
+    assert world.stack.gocd.invariant_violations() == []
+
+
+def admin_core(world: World) -> client.CoreV1Api:
+    if world.node is not None:
+        return world.node.core()
+    return client.CoreV1Api(fake_admin(world.stack.kube.url))
+
+
+def evict(world: World, name: str) -> None:
+    """What `kubectl drain` and the cluster autoscaler send: a policy/v1 Eviction of the pod."""
+    namespace = world.stack.options.namespace
+    eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+    admin_core(world).create_namespaced_pod_eviction(name, namespace, eviction)
+
+
+def marked(world: World, name: str, state: str) -> dict[str, Any]:
+    """The pod once the backend's patch of `state` is on it."""
+    def state_of() -> str | None:
+        annotations = (pod(world.stack, name) or {}).get("metadata", {}).get("annotations") or {}
+        return annotations.get(ANN_STATE)
+
+    wait_until(lambda: state_of() == state, WAIT_S, f"pod {name} marked {state}")
+    found = pod(world.stack, name)
+    assert found is not None
+    return found
+
+
+def test_an_idle_pods_eviction_is_granted_its_agent_removed_and_a_later_job_gets_a_new_pod(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    profile = world.profile()
+    first = completed(world.stack, schedule(world.stack, profile, duration=JOB_S), WAIT_S)
+    assert first.result == "Passed" and first.agent_id is not None
+    name = first.agent_id
+    assert LABEL_BUSY not in marked(world, name, "idle")["metadata"].get("labels", {})
+    evict(world, name)
+    wait_until(lambda: name not in pod_names(world.stack), WAIT_S, f"the evicted pod {name} gone")
+    wait_until(lambda: world.stack.gocd.agent(name) is None, WAIT_S, f"agent {name} removed from GoCD")
+    second = completed(world.stack, schedule(world.stack, profile, duration=JOB_S, name="test"), WAIT_S)
+    assert second.result == "Passed" and second.agent_id not in (None, name)
+    assert world.stack.gocd.invariant_violations() == []
+
+
+def test_a_busy_pods_eviction_is_refused_with_429_until_its_job_ends_then_granted(
+    make_world: WorldMaker,
+) -> None:
+    world = make_world()
+    job = schedule(world.stack, world.profile(), duration=6.0)
+    wait_until(
+        lambda: "Building" in world.stack.gocd.job(job.job_id).agent_reports, WAIT_S, "the job building"
+    )
+    name = world.stack.gocd.job(job.job_id).agent_id
+    assert name is not None
+    assert marked(world, name, "busy")["metadata"]["labels"][LABEL_BUSY] == "true"
+    with pytest.raises(ApiException) as refused:
+        evict(world, name)
+    assert refused.value.status == 429, refused.value.body
+    assert "disruption budget" in str(refused.value.body), refused.value.body
+    kept = pod(world.stack, name)
+    assert kept is not None and kept["metadata"].get("deletionTimestamp") is None
+    done = completed(world.stack, job, WAIT_S)
+    assert (done.result, done.agent_id) == ("Passed", name)
+    assert LABEL_BUSY not in marked(world, name, "idle")["metadata"].get("labels", {})
+    evict(world, name)
+    wait_until(lambda: name not in pod_names(world.stack), WAIT_S, f"the evicted pod {name} gone")
     assert world.stack.gocd.invariant_violations() == []
 
 

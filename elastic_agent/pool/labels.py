@@ -14,6 +14,10 @@ LABEL_FINGERPRINT = PREFIX + "fingerprint"  # shortened reuse fingerprint
 LABEL_JOB_ID = PREFIX + "job-id"  # the job the pod runs now (or was created for, until its first job)
 LABEL_PIPELINE = PREFIX + "pipeline"
 LABEL_JOB_NAME = PREFIX + "job-name"
+# "true" while the pod runs a job, absent otherwise: the shipped PodDisruptionBudget
+# (docker/kubernetes/pdb.yaml) selects on it, so that the Eviction API, which honours budgets and not the
+# autoscalers' annotations, refuses to evict a busy pod. No selector of the pool's own names it.
+LABEL_BUSY = PREFIX + "busy"
 
 # Labels of the official Kubernetes plugin (cd.go.contrib.elasticagent.kubernetes), which may run in the
 # same namespace while users move over. It adopts every pod of its namespace labelled

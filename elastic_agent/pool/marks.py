@@ -1,7 +1,8 @@
 """The annotation and label changes that move a pod from one state to another (records.PodState).
 
 Each returns a `Mark`; the Applier makes it count at once and the writer puts it on the pod. Autoscaler
-annotations follow the state: a busy pod must not be evicted, an idle one may be.
+annotations follow the state: a busy pod must not be evicted, an idle one may be. The busy label goes with
+them in the same patch, for the PodDisruptionBudget the Eviction API honours (labels.LABEL_BUSY).
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.pods import job_annotation, job_labels, official_labels, reuse_annotations
 from elastic_agent.pool.records import PodRecord, PodState
 
-NO_JOB_LABELS: dict[str, str | None] = {labels.LABEL_JOB_ID: None, labels.LABEL_JOB_NAME: None}
+NO_JOB_LABELS: dict[str, str | None] = {
+    labels.LABEL_JOB_ID: None,
+    labels.LABEL_JOB_NAME: None,
+    labels.LABEL_BUSY: None,
+}
+BUSY_LABELS: dict[str, str | None] = {labels.LABEL_BUSY: "true"}
 # What the cluster autoscaler and Karpenter read: a busy pod, however it became busy, must not be moved.
 PROTECTED: dict[str, str | None] = {labels.ANN_SAFE_TO_EVICT: "false", labels.ANN_DO_NOT_DISRUPT: "true"}
 UNPROTECTED: dict[str, str | None] = {labels.ANN_SAFE_TO_EVICT: "true", labels.ANN_DO_NOT_DISRUPT: None}
@@ -48,7 +54,7 @@ def busy(pod: str, job: JobIdentifier, now: float) -> Mark:
             labels.ANN_CURRENT_JOB: job_annotation(job),
             **PROTECTED,
         },
-        job_labels(job),
+        {**job_labels(job), **BUSY_LABELS},
     )
 
 
@@ -56,7 +62,9 @@ def busy_with_unknown_job(pod: str, now: float) -> Mark:
     """GoCD lists the agent as building a job this backend did not give it (a restart lost the `true`):
     as protected from disruption as any busy pod."""
     return Mark(
-        pod, {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}", **PROTECTED}
+        pod,
+        {labels.ANN_STATE: PodState.BUSY.value, labels.ANN_STATE_SINCE: f"{now:.3f}", **PROTECTED},
+        BUSY_LABELS,
     )
 
 

@@ -93,6 +93,7 @@ def build_pod(
     metadata["namespace"] = namespace
     name = metadata["name"]
     metadata["labels"] = {
+        # A template copied from a busy pod must not make a new pod look busy to the disruption budget.
         **without_official_labels(metadata.get("labels") or {}),
         **identity.selector(),
         labels.LABEL_FINGERPRINT: label_form(spec.fingerprint),
@@ -140,9 +141,10 @@ def official_labels(pod_labels: Mapping[str, str]) -> list[str]:
 
 
 def without_official_labels(template_labels: Mapping[str, str]) -> dict[str, str]:
-    """A template's labels without those the official plugin selects on: a template copied from one of
-    its pods would otherwise hand this plugin's pods over to it."""
-    drop = official_labels(template_labels)
+    """A template's labels without those the official plugin selects on (a template copied from one of
+    its pods would otherwise hand this plugin's pods over to it) and without the busy label."""
+    # A template copied from a busy pod must not make a new pod look busy to the disruption budget.
+    drop = {*official_labels(template_labels), labels.LABEL_BUSY}
     return {key: value for key, value in template_labels.items() if key not in drop}
 
 

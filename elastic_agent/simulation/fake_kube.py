@@ -32,6 +32,7 @@ from urllib.parse import parse_qs
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from elastic_agent.clock import Clock, ScaledClock, SystemClock
+from elastic_agent.simulation.fake_kube_disruption import Disruptions
 from elastic_agent.simulation.fake_kube_faults import FaultRules
 from elastic_agent.simulation.fake_kube_objects import (
     POD_FIELDS,
@@ -68,6 +69,8 @@ _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _POD_LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
 _POD_STATUS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/status$")
 _POD_BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
+_POD_EVICTION = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
+_BUDGETS = re.compile(r"^/apis/policy/v1/namespaces/([^/]+)/poddisruptionbudgets(?:/([^/]+))?$")
 _EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 
 _API_RESOURCES = [
@@ -77,6 +80,7 @@ _API_RESOURCES = [
         ("pods/binding", True, "Binding", ["create"]),
         ("pods/log", True, "Pod", ["get"]),
         ("pods/status", True, "Pod", ["get", "patch"]),
+        ("pods/eviction", True, "Eviction", ["create"]),
         ("events", True, "Event", ["create", "list"]),
         ("nodes", False, "Node", ["get", "list"]),
         ("namespaces", False, "Namespace", ["get", "list"]),
@@ -92,6 +96,7 @@ class FakeKubeApi:
 
     def __init__(self, store: FakeKubeStore, token: str | None = None) -> None:
         self.store = store
+        self.disruptions = Disruptions(store)
         self.token = token
         self.service_accounts: dict[str, ServiceAccount] = {}  # by bearer token
         self.forbidden = False
@@ -206,6 +211,11 @@ class FakeKubeApi:
             store.bind_pod(m.group(1), m.group(2), str(target["name"]), uid)
             return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                          "code": 201}, JSON  # fmt: skip
+        if (m := _POD_EVICTION.match(path)) and method == "POST":
+            status, answer = self.disruptions.evict(m.group(1), m.group(2), _json_body(environ))
+            return status, answer, JSON
+        if m := _BUDGETS.match(path):
+            return self._budgets(method, m.group(1), m.group(2), environ)
         if (m := _POD_LOG.match(path)) and method == "GET":
             return self._pod_log(m.group(1), m.group(2), query)
         if (m := _EVENTS.match(path)) and method == "GET":
@@ -219,6 +229,20 @@ class FakeKubeApi:
             return 200, list_body("NamespaceList", items, store.resource_version), JSON
         message = f"the server could not find the requested resource ({method} {path})"
         raise StoreError(404, "NotFound", message)
+
+    def _budgets(self, method: str, ns: str, name: str | None, environ: dict[str, Any]) -> Any:
+        budgets = self.disruptions
+        if name is None and method == "GET":
+            meta = {"resourceVersion": str(self.store.resource_version)}
+            listed = {"kind": "PodDisruptionBudgetList", "apiVersion": "policy/v1", "metadata": meta}
+            return 200, {**listed, "items": budgets.list(ns)}, JSON
+        if name is None and method == "POST":
+            return 201, budgets.create(ns, _json_body(environ)), JSON
+        if name is not None and method == "GET":
+            return 200, budgets.get(ns, name), JSON
+        if name is not None and method == "DELETE":
+            return 200, budgets.delete(ns, name), JSON
+        raise StoreError(405, "MethodNotAllowed", f"{method} is not supported on poddisruptionbudgets")
 
     def _pod_log(self, ns: str, name: str, query: dict[str, str]) -> tuple[int, str, str]:
         """kube-apiserver asks the pod's node for the log: a pod without a node has none to ask (204, no
