@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KUSTOMIZE_DIR = ROOT / "docker" / "kubernetes"
 VALUES = ROOT / "docker" / "helm" / "values-gocd.yaml"
 PLURALS = {"Role": "roles", "RoleBinding": "rolebindings", "ServiceAccount": "serviceaccounts",
-           "Secret": "secrets", "Pod": "pods"}  # fmt: skip
+           "Secret": "secrets", "Pod": "pods", "PodDisruptionBudget": "poddisruptionbudgets"}  # fmt: skip
 
 
 def kustomize(binaries: Binaries, folder: Path) -> list[dict[str, Any]]:
