@@ -27,28 +27,25 @@ GREEDY = "registry.example.test/gocd-agent:needs-more"
 HUGE = "registry.example.test/gocd-agent:huge"
 NO_CONFIG = "registry.example.test/gocd-agent:needs-a-secret"
 BAD_NAME = "Registry.Example.Test/UPPER:case"
-RESTARTING_POD = """\
+
+
+def restarting_pod(image: str) -> str:
+    """A pod template whose agent container the kubelet restarts (restartPolicy Always)."""
+    return f"""\
 apiVersion: v1
 kind: Pod
 metadata:
-  name: agent-{{ POD_POSTFIX }}
+  name: agent-{{{{ POD_POSTFIX }}}}
 spec:
   restartPolicy: Always
   containers:
     - name: agent
-      image: registry.example.test/gocd-agent:needs-more
+      image: {image}
 """
-CRASH_LOOP_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: agent-{{ POD_POSTFIX }}
-spec:
-  restartPolicy: Always
-  containers:
-    - name: agent
-      image: registry.example.test/gocd-agent:exits-at-start
-"""
+
+
+RESTARTING_POD = restarting_pod(GREEDY)
+CRASH_LOOP_POD = restarting_pod(CRASHING)
 
 
 class Faults:

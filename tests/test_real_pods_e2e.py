@@ -56,6 +56,16 @@ def same_container(status: dict[str, Any]) -> tuple[Any, ...]:
     return status.get("containerID"), status.get("state", {}).get("running", {}).get("startedAt")
 
 
+
+def building_on(world: World, job: Job) -> str:
+    """The agent `job` runs on, once the agent has reported it Building."""
+    wait_until(
+        lambda: "Building" in world.stack.gocd.job(job.job_id).agent_reports, WAIT_S, "the job building"
+    )
+    name = world.stack.gocd.job(job.job_id).agent_id
+    assert name is not None
+    return name
+
 def test_jobs_run_one_after_another_in_the_same_running_container(make_world: WorldMaker) -> None:
     world = make_world()
     profile = world.profile()
@@ -124,9 +134,7 @@ def test_the_backend_restarted_under_a_running_job_keeps_the_pod_which_runs_the_
     world = make_world()
     profile = world.profile()
     running = schedule(world.stack, profile, duration=4.0)
-    wait_until(
-        lambda: "Building" in world.stack.gocd.job(running.job_id).agent_reports, WAIT_S, "the job building"
-    )
+    building_on(world, running)
     world.stack.restart_backend()
     first = completed(world.stack, running, WAIT_S)
     assert first.result == "Passed" and first.agent_id is not None
@@ -143,11 +151,7 @@ def test_an_agent_killed_under_its_job_is_lost_the_job_rescheduled_and_the_pod_r
 ) -> None:
     world = make_world()
     job = schedule(world.stack, world.profile(), duration=30.0)
-    wait_until(
-        lambda: "Building" in world.stack.gocd.job(job.job_id).agent_reports, WAIT_S, "the job building"
-    )
-    name = world.stack.gocd.job(job.job_id).agent_id
-    assert name is not None
+    name = building_on(world, job)
     wait_until(
         lambda: container_of(world, name).get("containerID") or world.node is None, WAIT_S, "the container id"
     )
@@ -213,11 +217,7 @@ def test_a_busy_pods_eviction_is_refused_with_429_until_its_job_ends_then_grante
 ) -> None:
     world = make_world()
     job = schedule(world.stack, world.profile(), duration=6.0)
-    wait_until(
-        lambda: "Building" in world.stack.gocd.job(job.job_id).agent_reports, WAIT_S, "the job building"
-    )
-    name = world.stack.gocd.job(job.job_id).agent_id
-    assert name is not None
+    name = building_on(world, job)
     assert marked(world, name, "busy")["metadata"]["labels"][LABEL_BUSY] == "true"
     with pytest.raises(ApiException) as refused:
         evict(world, name)
