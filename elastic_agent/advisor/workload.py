@@ -14,6 +14,12 @@ Trace format, either
 job); `environment` may be empty (no environment); `duration` is in seconds. Rows are sorted by `at` on
 loading; lines starting with `#` and blank lines are skipped.
 
+A job may also say where it sits in its pipeline, as GoCD's job identifier does (optional fields, and
+optional CSV columns): `pipeline_counter` (the pipeline's run, 1 and up; absent: the simulated GoCD
+counts runs of the pipeline itself, one per job), `stage` (default `build`), `stage_counter` (default 1),
+`job` (the job's name, default `job`) and `result` (`Passed` or `Failed`, default `Passed`). These give a
+trace its pipeline shape: the jobs of one stage run, and the stage runs that follow one another.
+
 The trace's origin is the absolute time of its time 0: what gives cron periods (office hours, weekends)
 a meaning in a trace of seconds. ISO `at` times give it (the earliest job's time); a comment line
 `# origin: 2024-01-01T00:00:00+00:00` gives it to a trace of seconds (and, before ISO times, sets time 0
@@ -39,6 +45,8 @@ from typing import Any
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
 FIELDS = ("at", "profile", "environment", "pipeline", "duration")
+SHAPE_FIELDS = ("pipeline_counter", "stage", "stage_counter", "job", "result")  # optional
+RESULTS = ("Passed", "Failed")
 DEFAULT_ORIGIN = datetime(2024, 1, 1, tzinfo=UTC)  # a Monday
 _ORIGIN_PREFIX = "origin:"
 
@@ -50,6 +58,11 @@ class TraceJob:
     environment: str | None
     pipeline: str
     duration: float  # seconds
+    pipeline_counter: int | None = None  # None: the simulated GoCD numbers the pipeline's runs itself
+    stage: str = "build"
+    stage_counter: int = 1
+    job_name: str = "job"
+    result: str = "Passed"  # or "Failed"
 
     def row(self) -> dict[str, Any]:
         return {
@@ -58,6 +71,11 @@ class TraceJob:
             "environment": self.environment or "",
             "pipeline": self.pipeline,
             "duration": round(self.duration, 3),
+            "pipeline_counter": "" if self.pipeline_counter is None else self.pipeline_counter,
+            "stage": self.stage,
+            "stage_counter": self.stage_counter,
+            "job": self.job_name,
+            "result": self.result,
         }
 
 
@@ -89,7 +107,7 @@ def write_trace(jobs: Iterable[TraceJob], path: str | Path, origin: datetime | N
         if origin is not None:
             out.write(f"# {_ORIGIN_PREFIX} {_aware(origin).isoformat()}\n")
         if path.suffix == ".csv":
-            writer = csv.DictWriter(out, fieldnames=FIELDS)
+            writer = csv.DictWriter(out, fieldnames=FIELDS + SHAPE_FIELDS)
             writer.writeheader()
             writer.writerows(job.row() for job in jobs)
         else:
@@ -134,7 +152,7 @@ def parse_trace_file(text: str, *, csv_format: bool, where: str = "trace") -> Tr
                 raise TraceError(f"{where}, line {number}: expected a JSON object")
             rows.append((number, value))
     jobs = [_job(row, f"{where}, line {number}") for number, row in rows]
-    stamps = [at for at, _ in jobs if isinstance(at, datetime)]
+    stamps = [at for at, _, _ in jobs if isinstance(at, datetime)]
     if stamps and len(stamps) != len(jobs):
         raise TraceError(f"{where}: mixes ISO times and seconds in `at`; use one or the other")
     declared = _declared_origin(text, where)
@@ -142,9 +160,9 @@ def parse_trace_file(text: str, *, csv_format: bool, where: str = "trace") -> Tr
     if stamps and min(stamps) < origin:
         raise TraceError(f"{where}: a job is scheduled before the origin line's {origin.isoformat()}")
     result = []
-    for at, (profile, environment, pipeline, duration) in jobs:
+    for at, (profile, environment, pipeline, duration), shape in jobs:
         seconds = (at - origin).total_seconds() if isinstance(at, datetime) else float(at)
-        result.append(TraceJob(seconds, profile, environment, pipeline, duration))
+        result.append(TraceJob(seconds, profile, environment, pipeline, duration, *shape))
     return Trace(sorted(result, key=_arrival), origin, origin_given=bool(declared or stamps))
 
 
@@ -175,7 +193,12 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _job(row: dict[str, Any], where: str) -> tuple[float | datetime, tuple[str, str | None, str, float]]:
+_Shape = tuple[int | None, str, int, str, str]
+
+
+def _job(
+    row: dict[str, Any], where: str
+) -> tuple[float | datetime, tuple[str, str | None, str, float], _Shape]:
     try:
         raw_at = row["at"]
         profile = str(row["profile"]).strip()
@@ -198,7 +221,32 @@ def _job(row: dict[str, Any], where: str) -> tuple[float | datetime, tuple[str, 
     if not math.isfinite(duration) or duration < 0:
         raise TraceError(f"{where}: duration must be zero or more seconds")
     environment = str(row.get("environment") or "").strip() or None
-    return at, (profile, environment, pipeline, duration)
+    return at, (profile, environment, pipeline, duration), _shape(row, where)
+
+
+def _shape(row: dict[str, Any], where: str) -> _Shape:
+    """The optional job-identifier fields; blank (CSV) means absent."""
+    raw_counter = row.get("pipeline_counter")
+    counter = None if raw_counter in (None, "") else _positive(raw_counter, "pipeline_counter", where)
+    raw_stage = row.get("stage_counter")
+    stage_counter = 1 if raw_stage in (None, "") else _positive(raw_stage, "stage_counter", where)
+    stage = str(row.get("stage") or "build").strip() or "build"
+    job_name = str(row.get("job") or "job").strip() or "job"
+    raw_result = str(row.get("result") or "Passed").strip()
+    result = next((known for known in RESULTS if known.lower() == raw_result.lower()), None)
+    if result is None:
+        raise TraceError(f"{where}: result must be Passed or Failed, not {raw_result!r}")
+    return counter, stage, stage_counter, job_name, result
+
+
+def _positive(raw: Any, name: str, where: str) -> int:
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise TraceError(f"{where}: {name} must be a whole number, 1 or more, not {raw!r}") from None
+    if value < 1:
+        raise TraceError(f"{where}: {name} must be 1 or more, not {value}")
+    return value
 
 
 # ---- generating -------------------------------------------------------------------------------------

@@ -277,7 +277,16 @@ class Simulation:
         if properties is None:
             properties = self._profiles[job.profile] = self.policy.elastic_properties(job.profile)
         self.model.schedule_job(
-            job.pipeline, "build", "job", properties, self.cluster, job.environment, job.duration
+            job.pipeline,
+            job.stage,
+            job.job_name,
+            properties,
+            self.cluster,
+            job.environment,
+            job.duration,
+            pipeline_counter=job.pipeline_counter,
+            stage_counter=str(job.stage_counter),
+            planned_result=job.result,
         )
 
     def run(self) -> PolicyResult:
