@@ -3,12 +3,17 @@
     python -m benchmarks.schedule_compare --trace standard    # writes results/schedule_compare_standard.*
     python -m benchmarks.schedule_compare --trace week        # writes results/schedule_compare_week.*
     python -m benchmarks.schedule_compare --quick             # both, small, a few policies: a smoke run
+    python -m benchmarks.schedule_compare --trace week --holdout --fast
+                                            # writes results/schedule_compare_week_holdout.*
 
 Each trace is replayed whole (every profile, as in benchmarks/compare.py) once per flat setting
 (IdleTimeout, MinIdlePods 0, day and night) and once per schedule variant. A schedule variant gives every
 profile the schedule the advisor proposes for it from the trace itself (schedule_advice.py: its own busy
 hours, its own warm pool), with the variant's values: a busy IdleTimeout, a warm pool quantile and a
-plain IdleTimeout outside the busy hours. The traces start on a Monday 00:00 UTC (workload.py's default
+plain IdleTimeout outside the busy hours. With `--holdout` the schedules are proposed from the trace's
+first days only and every policy is judged on the remaining days (advisor/holdout.py: the whole trace
+simulated, the jobs and pod-seconds from the cut counted); without it, learned and judged on the whole
+trace. The traces start on a Monday 00:00 UTC (workload.py's default
 origin), so the standard trace's hour 14 is 14:00 and the week's first day is a Monday.
 
 The issue's targets are reported, not asserted: p95 wait at most 10 s, idle pod-seconds per job no higher
@@ -24,9 +29,10 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from elastic_agent.advisor.holdout import Split, split_trace
 from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.schedule_advice import Demand, analyse, propose
 from elastic_agent.advisor.workload import (
@@ -140,7 +146,10 @@ def verdicts(result: PolicyResult, reference: PolicyResult) -> str:
 
 
 def section(
-    case: TraceCase, results: Sequence[PolicyResult], schedules: dict[str, dict[str, dict[str, str]]]
+    case: TraceCase,
+    results: Sequence[PolicyResult],
+    schedules: dict[str, dict[str, dict[str, str]]],
+    split: Split,
 ) -> str:
     flat = [r for r in results if r.policy.startswith("flat")]
     scheduled = [r for r in results if r.policy.startswith("schedule")]
@@ -155,6 +164,8 @@ def section(
         f"### {case.name}: {describe(case.jobs)}",
         "",
         f"`{case.command_hint}`, seed as given; time 0 is {DEFAULT_ORIGIN.isoformat()} (a Monday).",
+        "",
+        split.describe(case.jobs),
         "",
         *table(results),
         "",
@@ -197,12 +208,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the advisor's fast path (same figures, tests/test_fast_path.py); default: the full JSON path",
     )
+    parser.add_argument(
+        "--holdout",
+        action="store_true",
+        help="learn the schedules on the first days, judge every policy on the rest (advisor/holdout.py)",
+    )
+    parser.add_argument(
+        "--learn-days", type=int, help="with --holdout: learning days (default: the first 4/7 of the days)"
+    )
     parser.add_argument("--out", default=str(RESULTS), help="directory for the results")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = SimSettings(
+    base = SimSettings(
         seed=args.seed,
         pending_pods_count=args.pending_pods,
         start=DEFAULT_ORIGIN.timestamp(),
@@ -216,9 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     which = ("standard", "week") if args.trace == "both" else (args.trace,)
     for case in traces(which, args.quick, args.seed, args.week_jobs, args.burst_share):
         profiles = sorted({job.profile for job in case.jobs})
+        split = split_trace(case.jobs, DEFAULT_ORIGIN, learn_days=args.learn_days if args.holdout else 0)
+        settings = replace(base, judged_from_s=split.at)
+        learning = split.learning(case.jobs)
         demands = {
             p: analyse(
-                [job for job in case.jobs if job.profile == p],
+                [job for job in learning if job.profile == p],
                 DEFAULT_ORIGIN,
                 refill_window_s=settings.boot_median_s + settings.ping_s,
             )
@@ -240,14 +262,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
 
         results = simulate_all([(case.jobs, p, settings) for p in policies], args.workers, done)
-        text = f"Command: `{command}`\n\n" + section(case, results, schedules)
+        text = f"Command: `{command}`\n\n" + section(case, results, schedules, split)
         payload: dict[str, object] = {
             "command": command,
             "trace": describe(case.jobs),
+            "split": split.describe(case.jobs),
             "results": [r.numbers() for r in results],
             "schedules": schedules,
         }
-        name = f"schedule_compare_{case.key}{'_quick' if args.quick else ''}"
+        tags = ("_holdout" if args.holdout else "") + ("_quick" if args.quick else "")
+        name = f"schedule_compare_{case.key}{tags}"
         (out / f"{name}.md").write_text(text, encoding="utf-8")
         (out / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
         print(text, flush=True)

@@ -11,7 +11,8 @@ candidates no other candidate beats on both; the recommendation is the cheapest 
 wait is at most `target` times the baseline's, whose p95 wait is at most `p95_target` (when given) and
 under which no job waits past the create-agent re-send period; else the candidate with the shortest
 wait (p95 when a p95 target is given, else mean). The best single setting is chosen by the same rule
-among the flat candidates alone, and the two are shown side by side.
+among the flat candidates alone, and the two are shown side by side. Schedules are proposed from the
+trace's first days and every candidate is judged on the remaining ones (holdout.py).
 
 The advisor's one module that imports the simulator; `command.py` imports it only when `advise` runs,
 so that building the command line (for `serve` too) loads no simulation module.
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from elastic_agent.advisor.holdout import split_trace
 from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
 from elastic_agent.advisor.workload import TraceJob, describe, read_trace
@@ -259,6 +261,7 @@ def run_advisor(
     out: Callable[[str], None] = print,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    learn_days: int | None = None,
 ) -> int:
     trace = read_trace(trace_path)
     jobs_all = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
@@ -268,14 +271,18 @@ def run_advisor(
     assumed = "" if trace.origin_given else " (the trace gives none: assumed)"
     out(f"# Advice for {trace_path}\n\n{describe(jobs_all)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
     # The fast path (issue 15): the same pods, waits and assignments as the benchmarks' full path.
-    settings = SimSettings(seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True)
+    split = split_trace(jobs_all, trace.origin, schedules.timezone, learn_days)
+    out(split.describe(jobs_all) + "\n")
+    settings = SimSettings(
+        seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
+    )
     advices: list[ProfileAdvice] = []
     for profile in sorted({job.profile for job in jobs_all}):
         jobs = [job for job in jobs_all if job.profile == profile]
         demand = proposals = None
         if schedules.enabled:
             demand = analyse(
-                jobs,
+                split.learning(jobs),
                 trace.origin,
                 schedules.timezone,
                 refill_window_s=settings.boot_median_s + settings.ping_s,

@@ -63,6 +63,13 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
         default=0.25,
         help="an hour is busy from this share of the busiest hour's arrivals (default 0.25)",
     )
+    advise.add_argument(
+        "--learn-days",
+        type=int,
+        help="schedules are learned on the trace's first N calendar days and every candidate judged on the "
+        "rest (default: the first 4/7 of its days, Monday to Thursday of a week; 0: learn and judge on the "
+        "whole trace)",
+    )
     advise.add_argument("--pending-pods", type=int, default=100, help="the cluster's pending_pods_count")
     advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
     advise.add_argument("--seed", type=int, default=1)
@@ -89,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             pending_pods=_count(str(args.pending_pods), "--pending-pods", 1),
             max_jobs=args.max_jobs,
             workers=args.workers,
+            learn_days=_learn_days(args.learn_days),
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
@@ -125,6 +133,12 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "plain_idle_timeouts": _durations(args.plain_idle_timeouts, "--plain-idle-timeouts"),
         "busy_share": args.busy_share,
     }
+
+
+def _learn_days(value: int | None) -> int | None:
+    if value is not None and value < 0:
+        raise ValueError(f"--learn-days: {value} is not 0 or more")
+    return value
 
 
 def _items(text: str) -> list[str]:

@@ -9,6 +9,8 @@ and never the other way round.
 
 from __future__ import annotations
 
+import math
+
 from elastic_agent.advisor.measures import PolicyResult, percentile
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -54,18 +56,27 @@ def summarize(
     wall_s: float,
     events: int,
     simulated_s: float,
+    count_from: float | None = None,
 ) -> PolicyResult:
-    waits = sorted(model.wait_times().values())
+    """The run's measures; with `count_from` (clock seconds), only the jobs scheduled from then on and the
+    pod-seconds from then on: each pod's life, boot and busy time clipped to [count_from, end]."""
+    since = -math.inf if count_from is None else count_from
     all_jobs = model.jobs()
+    if count_from is None:
+        waits = sorted(model.wait_times().values())
+    else:
+        waits = sorted(j.wait_s for j in all_jobs if j.wait_s is not None and j.scheduled_at >= since)
     registered: dict[str, float] = {}
     for attempt in model.registrations:
         registered.setdefault(attempt.pod_name, attempt.at)
     busy: dict[str, float] = {}
     for assignment in model.assignments:
         finished = assignment.finished_at if assignment.finished_at is not None else end
-        busy[assignment.agent_id] = busy.get(assignment.agent_id, 0.0) + finished - assignment.assigned_at
+        held = finished - max(assignment.assigned_at, since) if finished > since else 0.0
+        busy[assignment.agent_id] = busy.get(assignment.agent_id, 0.0) + held
     boot_s = idle_s = busy_s = 0.0
-    for name, created in tracker.created.items():
+    for name, born in tracker.created.items():
+        created = max(born, since)
         gone = tracker.deleted.get(name, end)
         life = max(0.0, gone - created)
         booted = min(life, max(0.0, registered.get(name, gone) - created))
@@ -79,7 +90,7 @@ def summarize(
         policy=policy,
         jobs=jobs,
         assigned=len(waits),
-        completed=sum(1 for job in all_jobs if job.completed_at is not None),
+        completed=sum(1 for job in all_jobs if job.completed_at is not None and job.scheduled_at >= since),
         pods_created=len(tracker.created),
         wait_mean=sum(waits) / len(waits) if waits else 0.0,
         wait_p50=percentile(waits, 0.50),

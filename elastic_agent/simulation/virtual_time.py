@@ -92,6 +92,9 @@ class SimSettings:
     # The advisor's fast path (fast_gocd.py, fast_plugin.py): the same results with less work; only for
     # this project's backend (another plugin runs the full path).
     fast: bool = False
+    # Seconds from the trace's time 0 before which nothing is counted: the jobs arriving earlier and the
+    # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
+    judged_from_s: float = 0.0
 
     def gocd_config(self) -> GoCDConfig:
         return GoCDConfig(
@@ -338,16 +341,18 @@ class Simulation:
             plugin.settle()
             self._kubelet_step(now)
             self.events += 1
+        judged_from = self.settings.judged_from_s
         result = summarize(
             self.policy.name,
             model,
             self.tracker,
-            jobs=count,
+            jobs=count if judged_from <= 0 else sum(1 for job in pending if job.at >= judged_from),
             end=clock.now(),
             resend_s=self.settings.resend_s,
             wall_s=time.perf_counter() - started,
             events=self.events,
             simulated_s=clock.now() - origin,
+            count_from=origin + judged_from if judged_from > 0 else None,
         )
         result.plugin_calls, result.plugin_time_s = plugin.timings()
         return result
