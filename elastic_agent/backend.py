@@ -34,6 +34,7 @@ from elastic_agent.pool.pods import PodIdentity, cluster_label
 from elastic_agent.pool.remote_file import RemoteFileFetcher
 from elastic_agent.pool.writer import AnnotationWriter, WriterFactory
 from profiles.cluster import ClusterProfile
+from profiles.fingerprint import label_form
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class Backend:
     _replaced: dict[str, deque[str]] = field(default_factory=dict)  # pool key -> digests it has left
     _server_id: str | None = None
     _template_problems: set[str] = field(default_factory=set)  # health keys; the ping's thread only
+    _schedule_warnings: set[str] = field(default_factory=set)  # health keys; the ping's thread only
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -283,6 +285,26 @@ class Backend:
         for shown in self._template_problems - set(current):
             self.health.resolved(f"template:{shown}")
         self._template_problems = set(current)
+
+    def report_schedule_warnings(self) -> None:
+        """A warning per profile in use whose ReuseSchedule has an entry that changes nothing or brings a
+        plain value back (profiles/schedule_warnings.py): valid, so the save was not refused, but likely
+        not what was meant."""
+        current: dict[str, str] = {}
+        for pool in self.pools():
+            for fingerprint, spec in pool.schedules():
+                warnings = spec.schedule_warnings()
+                if warnings:
+                    shown = label_form(fingerprint)
+                    current[f"schedule:{shown}"] = (
+                        f"The ReuseSchedule of the elastic profile whose pods are {shown} "
+                        f"({spec.environment or 'no environment'}): {'; '.join(warnings)}."
+                    )
+        for key, message in current.items():
+            self.health.problem(key, message, "warning")
+        for key in self._schedule_warnings - set(current):
+            self.health.resolved(key)
+        self._schedule_warnings = set(current)
 
     def report_versions(self) -> None:
         """A warning while the jar's version (as its last request said it) is not the backend's."""

@@ -64,6 +64,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
     if every_cluster_seen and all(pool.synced for pool in backend.pools()):
         _remove_agents_without_pods(ctx, agents)
     backend.report_template_problems()
+    backend.report_schedule_warnings()
     backend.report_versions()
     backend.publish_health(gocd)
     return Response.text("")

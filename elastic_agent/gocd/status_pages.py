@@ -204,6 +204,7 @@ class ScheduleRow:
     wanted: int
     ready: int  # idle or booting pods beyond the waiting jobs: what MinIdlePods counts
     keys: int
+    warnings: tuple[str, ...] = ()  # entries that change nothing or bring a plain value back
 
 
 def _knob_text(min_idle: int, idle_timeout: float, max_jobs: int | None) -> str:
@@ -234,6 +235,7 @@ def schedule_rows(pool: ClusterPool, clock: Clock) -> list[ScheduleRow]:
             in_force=entry.describe() if entry is not None else "no period: the plain values",
             values=_knob_text(knobs.min_idle_pods, knobs.idle_timeout, knobs.max_jobs_per_pod),
             changes=changes, wanted=knobs.min_idle_pods, ready=ready - waiting, keys=keys,
+            warnings=spec.schedule_warnings(),
         ))  # fmt: skip
     return rows
 

@@ -22,6 +22,7 @@ from profiles.elastic import ElasticProfile
 from profiles.fingerprint import FingerprintInputs, fingerprint
 from profiles.pod_template import render_pod_template
 from profiles.schedule import Knobs, Schedule
+from profiles.schedule_warnings import schedule_warnings
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,13 @@ class JobSpec:
         """MinIdlePods, IdleTimeout and MaxJobsPerPod in force at `now`."""
         plain = Knobs(self.min_idle_pods, self.idle_timeout, self.max_jobs_per_pod)
         return plain if self.schedule is None else self.schedule.knobs(now, plain)
+
+    def schedule_warnings(self) -> tuple[str, ...]:
+        """Entries of its ReuseSchedule that change nothing or bring a plain value back."""
+        if self.schedule is None:
+            return ()
+        plain = Knobs(self.min_idle_pods, self.idle_timeout, self.max_jobs_per_pod)
+        return schedule_warnings(self.schedule, plain)
 
     @property
     def wants_warm_pods(self) -> bool:
