@@ -102,3 +102,14 @@ def test_the_advisor_proposes_from_the_learning_days_and_says_which_days_judged(
     # from the whole trace they would be 8-10,14-16h.
     assert "- every day (mon-sun, UTC): busy 8-10h;" in text
     assert "| schedule: busy IdleTimeout=30m MinIdlePods=0, else IdleTimeout=2m |" in text
+
+
+def test_a_negative_number_of_learning_days_is_one_sentence_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elastic_agent.cli import main
+
+    path = tmp_path / "week.csv"
+    write_trace(_hourly(7), path, origin=MONDAY)
+    assert main(["advise", str(path), "--learn-days", "-1"]) == 2
+    assert capsys.readouterr().err == "error: --learn-days: -1 is not 0 or more\n"
