@@ -72,6 +72,7 @@ def test_the_judged_figures_count_only_the_jobs_and_pod_seconds_from_the_cut() -
     whole = whole_run.run()
     judged = Simulation(trace, policy, replace(settings, judged_from_s=cut)).run()
     assert whole.pods_created == 1 and whole.jobs == 2 and judged.jobs == 1
+    assert judged.pods_created == 0 and judged.peak_pods == 1, "created before the cut, alive after it"
     first, second = sorted(whole_run.model.jobs(), key=lambda job: job.scheduled_at)
     assert first.wait_s is not None and second.wait_s is not None
     assert judged.waits == [second.wait_s] and judged.assigned == judged.completed == 1

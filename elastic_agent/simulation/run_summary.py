@@ -58,8 +58,9 @@ def summarize(
     simulated_s: float,
     count_from: float | None = None,
 ) -> PolicyResult:
-    """The run's measures; with `count_from` (clock seconds), only the jobs scheduled from then on and the
-    pod-seconds from then on: each pod's life, boot and busy time clipped to [count_from, end]."""
+    """The run's measures; with `count_from` (clock seconds), only the jobs scheduled from then on, the
+    pods created from then on, the peak from then on and the pod-seconds from then on: each pod's life,
+    boot and busy time clipped to [count_from, end]."""
     since = -math.inf if count_from is None else count_from
     all_jobs = model.jobs()
     if count_from is None:
@@ -91,7 +92,7 @@ def summarize(
         jobs=jobs,
         assigned=len(waits),
         completed=sum(1 for job in all_jobs if job.completed_at is not None and job.scheduled_at >= since),
-        pods_created=len(tracker.created),
+        pods_created=sum(1 for born in tracker.created.values() if born >= since),
         wait_mean=sum(waits) / len(waits) if waits else 0.0,
         wait_p50=percentile(waits, 0.50),
         wait_p95=percentile(waits, 0.95),
@@ -101,7 +102,7 @@ def summarize(
         idle_pod_s=idle_s,
         boot_pod_s=boot_s,
         busy_pod_s=busy_s,
-        peak_pods=tracker.peak,
+        peak_pods=tracker.peak if count_from is None else _peak_from(tracker, count_from),
         pods_left=tracker.live,
         simulated_s=simulated_s,
         wall_s=wall_s,
@@ -114,3 +115,9 @@ def summarize(
         waits=waits,
         timeline=tracker.timeline,
     )
+
+
+def _peak_from(tracker: PodTracker, since: float) -> int:
+    """The most pods existing at once from `since` on (those alive at `since` included)."""
+    before = [live for at, live in tracker.timeline if at < since]
+    return max([before[-1] if before else 0] + [live for at, live in tracker.timeline if at >= since])
