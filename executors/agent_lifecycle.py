@@ -35,6 +35,7 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
     gocd = ctx.gocd()
     try:
         spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
+        backend.forecast.scheduled(request.job, spec)
         pool = backend.pool(cluster, gocd)
         outcome = pool.create_agent(request.job, spec, request.auto_register_key, gocd)
     except ClusterError as error:
@@ -84,6 +85,10 @@ def should_assign_work_request(request: ShouldAssignWorkRequest, ctx: RequestCon
         return _FALSE
     pool = backend.pool_at_once(cluster, gocd)  # never waits: no pool yet, no pod it knows
     answer = pool is not None and pool.should_assign_work(request.agent.agent_id, job, spec, gocd)
+    if answer and spec.predict:
+        ahead = backend.forecast.assigned(request.agent.agent_id, job)
+        if ahead is not None:
+            ctx.console(job, ahead)
     return _TRUE if answer else _FALSE
 
 
@@ -106,7 +111,12 @@ def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -
             )
         except RemoteFileError:
             spec = None  # the remote template is being fetched: the pod's own annotations decide
-        return pool.job_completed(request.agent_id, request.job, spec, gocd)
+        said = pool.job_completed(request.agent_id, request.job, spec, gocd)
+        if spec is None or spec.predict:
+            backend.forecast.completed(request.job, spec)
+            # The last jobs of a stage completing are the best sign that the next one is near.
+            pool.in_background("starting pods ahead of a predicted stage", lambda: backend.forecast.act(pool))
+        return said
 
     pool = backend.pool_at_once(cluster, gocd, then=complete)
     message = complete(pool) if pool is not None else "the cluster is being connected; it counts then"

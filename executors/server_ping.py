@@ -53,6 +53,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             if problem is not None:
                 raise problem
             pool.reconcile(agents, gocd, marks.get(pool, 0))
+            backend.forecast.act(pool)
             backend.report_cluster_ok(cluster)
             _report_call_problems(ctx, cluster, pool.problems())
             _report_broken_pods(ctx, cluster, pool)

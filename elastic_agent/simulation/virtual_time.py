@@ -350,6 +350,11 @@ class Simulation:
             simulated_s=clock.now() - origin,
         )
         result.plugin_calls, result.plugin_time_s = plugin.timings()
+        if isinstance(plugin, ProjectPlugin):
+            totals = plugin.backend.backend.prediction_totals()
+            result.predicted_started, result.predicted_hits = totals["started"], totals["hit"]
+            result.predicted_other_job, result.predicted_idled_out = totals["other_job"], totals["idled_out"]
+            result.predicted_without_key = totals["without_key"]
         return result
 
     def _kubelet_step(self, now: float) -> None:

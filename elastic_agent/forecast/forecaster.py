@@ -1,0 +1,182 @@
+"""The doing part of prediction: feeds the learned shape from the requests (create-agent, job-completion),
+hands the plans of `plan.start_ahead` to the pools, and keeps score of what the pods started ahead did.
+
+Only jobs of profiles with Predict=true are learned from and served. The backend acts at every
+server-ping, at job-completion (the last jobs of a stage completing are the best signal) and at the due
+time `next_due` gives (the period timer and the simulator's loop ask for it, as for ReuseSchedule
+periods), so the lead time is a pod's boot and little more. A pod started ahead is an ordinary idle pod
+once booted: it retires by its idle timeout if the prediction does not come true.
+
+Locking: `_lock` guards the shape and the score; it is never held while a pool's lock is taken or a pool
+creates pods.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from dataclasses import dataclass, field
+
+from elastic_agent.clock import Clock
+from elastic_agent.forecast.plan import AheadPlan, start_ahead
+from elastic_agent.forecast.shape import Prediction, RunKey, Shape
+from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.pool.cluster_pool import ClusterPool
+from elastic_agent.pool.job_spec import JobSpec
+from elastic_agent.pool.state import PoolState
+
+# A pod's boot (scheduling, image, JVM, registration) is 10 to 30 s; with the due-time timer the next
+# chance to act is seconds away, so this much ahead of the expected stage is enough.
+LEAD_S = 40.0
+GONE_AFTER_S = 300.0  # a pod started ahead and not listed this long after is gone
+OUTCOMES = ("started", "hit", "other_job", "idled_out", "without_key")
+
+
+@dataclass
+class Score:
+    """How the predictions of one pipeline fared (the status page's and the metrics' figures)."""
+
+    started: int = 0  # pods started ahead
+    hit: int = 0  # of those, assigned a job of the stage they were started for
+    other_job: int = 0  # assigned a job of another stage first
+    idled_out: int = 0  # gone without running a job
+    without_key: int = 0  # pods a prediction wanted but no banked key could start
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "started": self.started,
+            "hit": self.hit,
+            "other_job": self.other_job,
+            "idled_out": self.idled_out,
+            "without_key": self.without_key,
+        }
+
+
+@dataclass
+class AheadPod:
+    cluster: str  # the pool's key (PodIdentity.cluster)
+    pipeline: str
+    stage: str  # the stage it was started for
+    started_at: float
+    used: bool = False
+
+
+@dataclass
+class Forecaster:
+    clock: Clock
+    lead_s: float = LEAD_S
+    shape: Shape = field(default_factory=Shape)
+    scores: dict[str, Score] = field(default_factory=dict)  # pipeline -> score
+    pods: dict[str, AheadPod] = field(default_factory=dict)  # pods started ahead, until they go
+    changed: bool = False  # the shape changed since it was last saved
+    _lacked: dict[RunKey, int] = field(default_factory=dict)  # per predicting run, most keys it lacked
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- what the requests tell ------------------------------------------------------------------------
+
+    def scheduled(self, job: JobIdentifier, spec: JobSpec) -> None:
+        """create-agent of a job (re-sends count once)."""
+        if not spec.predict:
+            return
+        with self._lock:
+            self.shape.scheduled(job, spec.fingerprint, spec.environment, self.clock.now())
+            self.changed = True
+
+    def completed(self, job: JobIdentifier, spec: JobSpec | None) -> None:
+        if spec is not None and not spec.predict:
+            return
+        with self._lock:
+            self.shape.completed(job, self.clock.now())
+
+    def assigned(self, agent_id: str, job: JobIdentifier) -> str | None:
+        """should-assign-work said true: the console line when the pod was started ahead for this job's
+        stage (None otherwise, and for every later job of the pod)."""
+        with self._lock:
+            pod = self.pods.get(agent_id)
+            if pod is None or pod.used:
+                return None
+            pod.used = True
+            score = self.scores.setdefault(pod.pipeline, Score())
+            if (pod.pipeline, pod.stage) != (job.pipeline_name, job.stage_name):
+                score.other_job += 1
+                return None
+            score.hit += 1
+        return (
+            f"this job runs on pod {agent_id}, started ahead at {_utc(pod.started_at)} for stage "
+            f"{pod.stage} of pipeline {pod.pipeline} (Predict): it did not wait for a pod to boot"
+        )
+
+    # -- acting ----------------------------------------------------------------------------------------
+
+    def predictions(self) -> list[Prediction]:
+        with self._lock:
+            return self.shape.predictions(self.clock.now())
+
+    def act(self, pool: ClusterPool) -> list[str]:
+        """Start what the predictions due now want in this pool; also notes predicted pods that went
+        without a job. Returns the pods created."""
+        self.note_gone(pool)
+        predictions = self.predictions()
+        if not predictions:
+            return []
+        decided: list[AheadPlan] = []
+
+        def decide(state: PoolState, now: float) -> AheadPlan:
+            ahead = start_ahead(state, predictions, now, self.lead_s)
+            decided.append(ahead)
+            return ahead
+
+        done = pool.carry_out_decision(lambda state, now: decide(state, now).plan)
+        if not decided:
+            return []
+        ahead, now = decided[0], self.clock.now()
+        by_token = {started.token: started for started in ahead.started}
+        with self._lock:
+            for name, intent in done.made.items():
+                started = by_token.get(intent.token)
+                if started is None:
+                    continue
+                prediction = started.prediction
+                self.pods[name] = AheadPod(
+                    pool.identity.cluster, prediction.pipeline, prediction.next_stage, now
+                )
+                self.scores.setdefault(prediction.pipeline, Score()).started += 1
+            for run, lacked in ahead.without_key.items():
+                more = lacked - self._lacked.get(run, 0)
+                if more > 0:
+                    self._lacked[run] = lacked
+                    self.scores.setdefault(run[0], Score()).without_key += more
+            live = {p.run for p in predictions}
+            self._lacked = {run: n for run, n in self._lacked.items() if run in live}
+        return done.created
+
+    def note_gone(self, pool: ClusterPool) -> None:
+        """Pods started ahead that are gone: deleted here, or no longer listed (the pool's view may lag a
+        pod just created by a moment, hence the age)."""
+        cluster, gone, known = pool.identity.cluster, pool.gone_recently(), pool.known_pod_names()
+        now = self.clock.now()
+        with self._lock:
+            for name, pod in list(self.pods.items()):
+                if pod.cluster != cluster:
+                    continue
+                if name not in gone and (name in known or now - pod.started_at < GONE_AFTER_S):
+                    continue
+                del self.pods[name]
+                if not pod.used:
+                    self.scores.setdefault(pod.pipeline, Score()).idled_out += 1
+
+    def next_due(self) -> float | None:
+        with self._lock:
+            return self.shape.next_due(self.clock.now(), self.lead_s)
+
+    def totals(self) -> dict[str, int]:
+        with self._lock:
+            total = dict.fromkeys(OUTCOMES, 0)
+            for score in self.scores.values():
+                for name, count in score.as_dict().items():
+                    total[name] += count
+            return total
+
+
+def _utc(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
