@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 
 from elastic_agent.clock import Clock
 from elastic_agent.forecast.plan import AheadPlan, start_ahead
-from elastic_agent.forecast.shape import Prediction, RunKey, Shape
+from elastic_agent.forecast.shape import Edge, Prediction, RunKey, Shape, Stage
 from elastic_agent.gocd.messages import JobIdentifier
+from elastic_agent.gocd.status_predictions import LearnedEdge, PredictionRow
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.state import PoolState
+from profiles.fingerprint import label_form
+from profiles.quantities import format_duration
 
 # A pod's boot (scheduling, image, JVM, registration) is 10 to 30 s; with the due-time timer the next
 # chance to act is seconds away, so this much ahead of the expected stage is enough.
@@ -169,6 +172,27 @@ class Forecaster:
         with self._lock:
             return self.shape.next_due(self.clock.now(), self.lead_s)
 
+    def rows(self) -> list[PredictionRow]:
+        """The status report's rows: each pipeline with a learned stage or a score."""
+        with self._lock:
+            pipelines = sorted({p for p, _ in self.shape.stages} | set(self.scores))
+            rows = []
+            for pipeline in pipelines:
+                edges: list[LearnedEdge] = []
+                for (name, stage_name), stage in sorted(self.shape.stages.items()):
+                    if name != pipeline:
+                        continue
+                    best = stage.best()
+                    for edge in sorted(stage.edges.values(), key=lambda e: -e.came_true):
+                        following = self.shape.stages.get((pipeline, edge.next_stage))
+                        edges.append(LearnedEdge(
+                            stage_name, edge.next_stage, edge.came_true, stage.judged,
+                            _fanout(following) if following else "not known yet", _delay(edge), edge is best,
+                        ))  # fmt: skip
+                score = self.scores.get(pipeline, Score())
+                rows.append(PredictionRow(pipeline, tuple(edges), **score.as_dict()))
+            return rows
+
     def totals(self) -> dict[str, int]:
         with self._lock:
             total = dict.fromkeys(OUTCOMES, 0)
@@ -176,6 +200,20 @@ class Forecaster:
                 for name, count in score.as_dict().items():
                     total[name] += count
             return total
+
+
+def _fanout(stage: Stage) -> str:
+    return ", ".join(
+        f"{jobs} jobs of {label_form(fp)} ({stage.environments.get(fp) or 'no environment'})"
+        for fp, jobs in sorted(stage.fanout.items())
+    )
+
+
+def _delay(edge: Edge) -> str:
+    text = f"{format_duration(round(edge.after_start_s))} after the stage starts"
+    if edge.after_done_s is not None:
+        text += f", {format_duration(round(edge.after_done_s))} after its last job"
+    return text
 
 
 def _utc(seconds: float) -> str:
