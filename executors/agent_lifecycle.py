@@ -35,8 +35,9 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
     gocd = ctx.gocd()
     try:
         spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
-        backend.forecast.scheduled(request.job, spec)
         pool = backend.pool(cluster, gocd)
+        if backend.forecast.scheduled(request.job, spec, pool.identity.cluster):
+            pool.in_background("reading what prediction learned", lambda: backend.forecast.load(pool))
         outcome = pool.create_agent(request.job, spec, request.auto_register_key, gocd)
     except ClusterError as error:
         if not isinstance(error, Unreachable):  # an outage has its one message (kube/outage.py)

@@ -14,19 +14,24 @@ creates pods.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from dataclasses import dataclass, field
 
 from elastic_agent.clock import Clock
 from elastic_agent.forecast.plan import AheadPlan, start_ahead
 from elastic_agent.forecast.shape import Edge, Prediction, RunKey, Shape, Stage
+from elastic_agent.forecast.store import config_map_name, from_data, merge, to_data
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.gocd.status_predictions import LearnedEdge, PredictionRow
+from elastic_agent.kube.port import ClusterError
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.state import PoolState
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration
+
+log = logging.getLogger(__name__)
 
 # A pod's boot (scheduling, image, JVM, registration) is 10 to 30 s; with the due-time timer the next
 # chance to act is seconds away, so this much ahead of the expected stage is enough.
@@ -71,19 +76,26 @@ class Forecaster:
     shape: Shape = field(default_factory=Shape)
     scores: dict[str, Score] = field(default_factory=dict)  # pipeline -> score
     pods: dict[str, AheadPod] = field(default_factory=dict)  # pods started ahead, until they go
-    changed: bool = False  # the shape changed since it was last saved
+    _cluster_of: dict[str, str] = field(default_factory=dict)  # fingerprint -> its pool's key
+    _saved: dict[str, int] = field(default_factory=dict)  # pool's key -> the shape's revision it holds
+    _loading: set[str] = field(default_factory=set)  # pools whose saved shape was read or is being read
     _lacked: dict[RunKey, int] = field(default_factory=dict)  # per predicting run, most keys it lacked
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- what the requests tell ------------------------------------------------------------------------
 
-    def scheduled(self, job: JobIdentifier, spec: JobSpec) -> None:
-        """create-agent of a job (re-sends count once)."""
+    def scheduled(self, job: JobIdentifier, spec: JobSpec, cluster: str) -> bool:
+        """create-agent of a job (re-sends count once); `cluster`: its pool's key (PodIdentity.cluster).
+        True the first time a pool has a Predict job: what was saved there is to be read (`load`), so
+        that a backend without Predict profiles never calls for the ConfigMap."""
         if not spec.predict:
-            return
+            return False
         with self._lock:
             self.shape.scheduled(job, spec.fingerprint, spec.environment, self.clock.now())
-            self.changed = True
+            self._cluster_of[spec.fingerprint] = cluster
+            first = cluster not in self._loading
+            self._loading.add(cluster)
+            return first
 
     def completed(self, job: JobIdentifier, spec: JobSpec | None) -> None:
         if spec is not None and not spec.predict:
@@ -167,6 +179,46 @@ class Forecaster:
                 del self.pods[name]
                 if not pod.used:
                     self.scores.setdefault(pod.pipeline, Score()).idled_out += 1
+
+    # -- what survives a restart (store.py) ------------------------------------------------------------
+
+    def load(self, pool: ClusterPool) -> None:
+        """What an earlier backend saved in the pool's namespace joins what was learned since."""
+        try:
+            data = pool.port.read_config_map(config_map_name(pool.identity.server_id))
+        except ClusterError as error:
+            log.warning("could not read what prediction learned before the restart: %s", error)
+            return
+        learned = from_data(data)
+        with self._lock:
+            if pool.identity.cluster in self._saved:
+                return  # read and merged already (the ping's retry and a request's read may cross)
+            merge(self.shape, learned)
+            for stage in learned.stages.values():
+                for fingerprint in stage.fanout:
+                    self._cluster_of.setdefault(fingerprint, pool.identity.cluster)
+            self._saved.setdefault(pool.identity.cluster, -1)  # from now on it may be written
+
+    def save(self, pool: ClusterPool) -> None:
+        """Write the pool's part of the shape if it changed since the last write (called once a ping)."""
+        cluster = pool.identity.cluster
+        with self._lock:
+            unread = cluster in self._loading and cluster not in self._saved
+        if unread:
+            self.load(pool)  # the read at the first Predict job failed: once a ping, it is tried again
+        with self._lock:
+            revision = self.shape.revision
+            mine = [fp for fp, owner in self._cluster_of.items() if owner == cluster]
+            if not mine or cluster not in self._saved or self._saved[cluster] == revision:
+                return
+            data = to_data(self.shape, mine)
+        try:
+            pool.port.write_config_map(config_map_name(pool.identity.server_id), data)
+        except ClusterError as error:
+            log.warning("could not save what prediction learned (it is tried at the next ping): %s", error)
+            return
+        with self._lock:
+            self._saved[cluster] = revision
 
     def next_due(self) -> float | None:
         with self._lock:

@@ -102,6 +102,7 @@ class Shape:
     stages: dict[StageKey, Stage] = field(default_factory=dict)
     runs: OrderedDict[RunKey, Run] = field(default_factory=OrderedDict)
     _latest: dict[tuple[str, int], RunKey] = field(default_factory=dict)  # pipeline run -> its last stage
+    revision: int = 0  # counts the changes of what is kept (stages), so a writer knows when to save
 
     def scheduled(self, job: JobIdentifier, fingerprint: str, environment: str | None, now: float) -> bool:
         """A job's create-agent (GoCD re-sends it: only the first counts). True when it began a stage
@@ -118,6 +119,7 @@ class Shape:
         if job.job_id in run.jobs:
             return learned
         run.jobs[job.job_id] = fingerprint
+        self.revision += 1
         stage = self.stages[(key[0], key[2])]
         stage.fanout[fingerprint] = stage.fanout.get(fingerprint, 0) + 1
         stage.environments[fingerprint] = environment
@@ -183,6 +185,7 @@ class Shape:
         stage = self.stages.get((key[0], key[2]))
         if stage is not None and stage.edges:
             stage.judged += 1
+            self.revision += 1
 
     def next_due(self, now: float, lead_s: float) -> float | None:
         """The earliest time a prediction enters its lead window or must be judged (clock seconds)."""
