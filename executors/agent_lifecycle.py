@@ -113,9 +113,8 @@ def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -
         except RemoteFileError:
             spec = None  # the remote template is being fetched: the pod's own annotations decide
         said = pool.job_completed(request.agent_id, request.job, spec, gocd)
-        if spec is None or spec.predict:
-            backend.forecast.completed(request.job, spec)
-            # The last jobs of a stage completing are the best sign that the next one is near.
+        # The last job of a stage completing is the best sign that the next one is near.
+        if (spec is None or spec.predict) and backend.forecast.completed(request.job, spec):
             pool.in_background("starting pods ahead of a predicted stage", lambda: backend.forecast.act(pool))
         return said
 

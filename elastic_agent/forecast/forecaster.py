@@ -97,11 +97,12 @@ class Forecaster:
             self._loading.add(cluster)
             return first
 
-    def completed(self, job: JobIdentifier, spec: JobSpec | None) -> None:
+    def completed(self, job: JobIdentifier, spec: JobSpec | None) -> bool:
+        """A job-completion; True when it ended a stage whose successor is predicted (act now)."""
         if spec is not None and not spec.predict:
-            return
+            return False
         with self._lock:
-            self.shape.completed(job, self.clock.now())
+            return self.shape.completed(job, self.clock.now())
 
     def assigned(self, agent_id: str, job: JobIdentifier) -> str | None:
         """should-assign-work said true: the console line when the pod was started ahead for this job's
@@ -132,8 +133,9 @@ class Forecaster:
         without a job. Returns the pods created."""
         self.note_gone(pool)
         predictions = self.predictions()
-        if not predictions:
-            return []
+        now = self.clock.now()
+        if not any(p.at - now <= self.lead_s for p in predictions):
+            return []  # nothing due: the pool is not even locked
         decided: list[AheadPlan] = []
 
         def decide(state: PoolState, now: float) -> AheadPlan:
@@ -144,7 +146,7 @@ class Forecaster:
         done = pool.carry_out_decision(lambda state, now: decide(state, now).plan)
         if not decided:
             return []
-        ahead, now = decided[0], self.clock.now()
+        ahead, now = decided[0], self.clock.now()  # the moment the pods were started
         by_token = {started.token: started for started in ahead.started}
         with self._lock:
             for name, intent in done.made.items():
@@ -168,6 +170,9 @@ class Forecaster:
     def note_gone(self, pool: ClusterPool) -> None:
         """Pods started ahead that are gone: deleted here, or no longer listed (the pool's view may lag a
         pod just created by a moment, hence the age)."""
+        with self._lock:
+            if not any(pod.cluster == pool.identity.cluster for pod in self.pods.values()):
+                return  # nothing to look for: without Predict the pool is not even asked
         cluster, gone, known = pool.identity.cluster, pool.gone_recently(), pool.known_pod_names()
         now = self.clock.now()
         with self._lock:

@@ -124,3 +124,4 @@ def merge(into: Shape, learned: Shape) -> None:
             mine.fanout.setdefault(fingerprint, jobs)
             mine.environments.setdefault(fingerprint, stage.environments.get(fingerprint))
     into.revision += 1
+    into.touch()
