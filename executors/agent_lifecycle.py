@@ -35,8 +35,9 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
     gocd = ctx.gocd()
     try:
         spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
-        backend.forecast.scheduled(request.job, spec)
         pool = backend.pool(cluster, gocd)
+        if backend.forecast.scheduled(request.job, spec, pool.identity.cluster):
+            pool.in_background("reading what prediction learned", lambda: backend.forecast.load(pool))
         outcome = pool.create_agent(request.job, spec, request.auto_register_key, gocd)
     except ClusterError as error:
         if not isinstance(error, Unreachable):  # an outage has its one message (kube/outage.py)
@@ -112,9 +113,8 @@ def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -
         except RemoteFileError:
             spec = None  # the remote template is being fetched: the pod's own annotations decide
         said = pool.job_completed(request.agent_id, request.job, spec, gocd)
-        if spec is None or spec.predict:
-            backend.forecast.completed(request.job, spec)
-            # The last jobs of a stage completing are the best sign that the next one is near.
+        # The last job of a stage completing is the best sign that the next one is near.
+        if (spec is None or spec.predict) and backend.forecast.completed(request.job, spec):
             pool.in_background("starting pods ahead of a predicted stage", lambda: backend.forecast.act(pool))
         return said
 

@@ -13,13 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from prometheus_client import generate_latest
 
 from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
 from elastic_agent.forecast.shape import MIN_CAME_TRUE
+from elastic_agent.forecast.store import config_map_name, from_data
+from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
+from elastic_agent.service.metrics import Metrics
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
 from profiles import ElasticProfile, validate_elastic_profile
 from profiles.cluster import ClusterProfile
@@ -182,3 +186,67 @@ def test_predict_is_a_reuse_knob_not_part_of_the_fingerprint() -> None:
     predicting = specs.spec({**base, "Predict": "true"}, cluster, None, "app")
     assert predicting.fingerprint == plain.fingerprint
     assert predicting.predict and not plain.predict
+
+
+def test_the_status_report_shows_per_pipeline_what_was_learned_and_how_often_it_was_right() -> None:
+    replay = simulate(two_stages(failed_last=True), PREDICT)
+    backend = replay.simulation.plugin.backend.backend  # type: ignore[attr-defined]
+    rows = backend.forecast.rows()
+    view = render_plugin_status(backend.pools(), [], backend.clock, None, rows)
+    result = replay.result
+    started, hits = result.predicted_started, result.predicted_hits
+    row = (
+        f'data-pipeline="app" data-edge="build->test" data-fires="true" data-started="{started}"'
+        f' data-hit="{hits}" data-idled-out="4" data-without-key="0"'
+    )
+    assert row in view
+    # build was followed by test in all runs but the last, whose build failed; its fan-out and delays.
+    assert f"{RUNS - 1} of {RUNS}" in view
+    assert "6 jobs of v1-" in view and "(no environment)" in view
+    assert "1m30s after the stage starts, 10s after its last job" in view
+    keys = {attempt.key for attempt in replay.simulation.model.registrations}
+    assert not any(key in view for key in keys)
+
+
+def test_the_metrics_count_pods_started_ahead_by_outcome() -> None:
+    replay = simulate(two_stages(failed_last=True), PREDICT)
+    metrics = Metrics()
+    metrics.watch_predictions(replay.simulation.plugin.backend.backend.forecast.totals)  # type: ignore[attr-defined]
+    text = generate_latest(metrics.registry).decode()
+    started = replay.result.predicted_started
+    assert f'gocd_elastic_agent_predicted_pods{{outcome="started"}} {started:.1f}' in text
+    assert 'gocd_elastic_agent_predicted_pods{outcome="idled_out"} 4.0' in text
+    assert f'gocd_elastic_agent_predicted_pods{{outcome="hit"}} {started - 4:.1f}' in text
+
+
+def test_what_was_learned_survives_a_backend_restart_in_a_config_map_without_secrets() -> None:
+    secret = "s3cr3t-token-value"
+    profile = {**PREDICT, "Environment": f"DEPLOY_TOKEN={secret}"}
+    first = simulate(two_stages(), profile)
+    name = config_map_name(first.simulation.model.server_info()["server_id"])
+    data = first.simulation.store.config_maps.get("ci", name)["data"]
+    text = json.dumps(data)
+    assert secret not in text and "DEPLOY_TOKEN" not in text and "registry.example.test" not in text
+    assert not any(attempt.key in text for attempt in first.simulation.model.registrations)
+    learned = from_data(data).stages[("app", "build")]
+    assert learned.edges["test"].came_true == RUNS and learned.judged == RUNS
+
+    # A new backend (a new simulation) over a namespace holding that ConfigMap predicts from its first
+    # run on; without it, two runs are not enough to predict anything.
+    def restarted(with_config_map: bool) -> PolicyResult:
+        simulation = Simulation(two_stages(runs=2), Policy("p", profile), FIXED)
+        if with_config_map:
+            simulation.store.config_maps.create("ci", {"metadata": {"name": name}, "data": data})
+        return simulation.run()
+
+    after, fresh = restarted(True), restarted(False)
+    assert after.predicted_started + after.predicted_without_key == 4 * 2  # 4 wanted in each run
+    assert after.predicted_started > 0 and after.registrations_refused == 0
+    assert fresh.predicted_started + fresh.predicted_without_key == 0
+
+
+def test_a_config_map_of_another_version_or_damaged_is_ignored() -> None:
+    assert from_data({"shape.json": '{"version": 99, "stages": []}'}).stages == {}
+    assert from_data({"shape.json": "not json"}).stages == {}
+    assert from_data({"shape.json": '{"version": 1, "stages": [{"pipeline": "p"}]}'}).stages == {}
+    assert from_data(None).stages == {}

@@ -13,6 +13,7 @@ Pure: times come in as arguments, nothing is read from a clock, nothing is calle
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -102,6 +103,10 @@ class Shape:
     stages: dict[StageKey, Stage] = field(default_factory=dict)
     runs: OrderedDict[RunKey, Run] = field(default_factory=OrderedDict)
     _latest: dict[tuple[str, int], RunKey] = field(default_factory=dict)  # pipeline run -> its last stage
+    revision: int = 0  # counts the changes of what is kept (stages), so a writer knows when to save
+    _touched: int = 0  # counts every change of runs or stages (what next_due's times depend on)
+    _due: list[float] = field(default_factory=list)
+    _due_for: tuple[int, float] | None = None
 
     def scheduled(self, job: JobIdentifier, fingerprint: str, environment: str | None, now: float) -> bool:
         """A job's create-agent (GoCD re-sends it: only the first counts). True when it began a stage
@@ -118,6 +123,8 @@ class Shape:
         if job.job_id in run.jobs:
             return learned
         run.jobs[job.job_id] = fingerprint
+        self.revision += 1
+        self._touched += 1
         stage = self.stages[(key[0], key[2])]
         stage.fanout[fingerprint] = stage.fanout.get(fingerprint, 0) + 1
         stage.environments[fingerprint] = environment
@@ -140,11 +147,17 @@ class Shape:
         del self.runs[previous_key]
         return True
 
-    def completed(self, job: JobIdentifier, now: float) -> None:
-        run = self.runs.get(_run_key(job))
-        if run is not None and job.job_id in run.jobs and job.job_id not in run.done:
-            run.done.add(job.job_id)
-            run.last_done = now
+    def completed(self, job: JobIdentifier, now: float) -> bool:
+        """A job-completion. True when it was the last job of a run whose successor may fire: the moment
+        the next stage's expected time is surest."""
+        key = _run_key(job)
+        run = self.runs.get(key)
+        if run is None or job.job_id not in run.jobs or job.job_id in run.done:
+            return False
+        run.done.add(job.job_id)
+        run.last_done = now
+        self._touched += 1
+        return run.complete and self.expected(key, run) is not None
 
     def expected(self, key: RunKey, run: Run) -> tuple[Edge, float] | None:
         """The successor a run's stage predicts, and when it is expected, if it may fire."""
@@ -158,12 +171,13 @@ class Shape:
 
     def predictions(self, now: float) -> list[Prediction]:
         """What the open runs predict, soonest first; runs whose successor did not come are judged (a
-        miss) and forgotten on the way."""
+        miss) and forgotten on the way, and so are finished runs no learned successor can follow (kept
+        only long enough for a new successor to be learned)."""
         found: list[Prediction] = []
         for key, run in list(self.runs.items()):
             expected = self.expected(key, run)
             if expected is None:
-                if now - run.started > FORGET_S:
+                if self._over(key, run, now):
                     self._judge_miss(key)
                 continue
             edge, at = expected
@@ -178,22 +192,42 @@ class Shape:
         found.sort(key=lambda p: p.at)
         return found
 
+    def touch(self) -> None:
+        """Stages changed from outside (merged from a ConfigMap): the due times are computed again."""
+        self._touched += 1
+
+    def _over(self, key: RunKey, run: Run, now: float) -> bool:
+        """A run without a successor that may fire is over once it finished and the latest successor it
+        has been seen with (or GoCD's usual few seconds) plus LATE_S have passed."""
+        if now - run.started > FORGET_S:
+            return True
+        if not run.complete or run.last_done is None:
+            return False
+        stage = self.stages.get((key[0], key[2]))
+        waits = [e.after_done_s or 0.0 for e in stage.edges.values()] if stage is not None else []
+        return now > run.last_done + max(waits, default=0.0) + LATE_S
+
     def _judge_miss(self, key: RunKey) -> None:
         self.runs.pop(key, None)
+        self._touched += 1
         stage = self.stages.get((key[0], key[2]))
         if stage is not None and stage.edges:
             stage.judged += 1
+            self.revision += 1
 
     def next_due(self, now: float, lead_s: float) -> float | None:
-        """The earliest time a prediction enters its lead window or must be judged (clock seconds)."""
-        due: list[float] = []
-        for key, run in self.runs.items():
-            expected = self.expected(key, run)
-            if expected is not None:
-                at = expected[1]
-                due.append(at - lead_s if at - lead_s > now else at + LATE_S)
-        later = [t for t in due if t > now]
-        return min(later) if later else None
+        """The earliest time after `now` a prediction enters its lead window or must be judged (clock
+        seconds). The simulator's loop asks at every event: the times are computed again only after a
+        change of the runs or stages."""
+        if self._due_for != (self._touched, lead_s):
+            times: list[float] = []
+            for key, run in self.runs.items():
+                expected = self.expected(key, run)
+                if expected is not None:
+                    times += [expected[1] - lead_s, expected[1] + LATE_S]
+            self._due, self._due_for = sorted(times), (self._touched, lead_s)
+        index = bisect.bisect_right(self._due, now)
+        return self._due[index] if index < len(self._due) else None
 
 
 def _run_key(job: JobIdentifier) -> RunKey:
