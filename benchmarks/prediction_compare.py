@@ -135,7 +135,8 @@ def verdicts(case: Case, results: Sequence[PolicyResult]) -> list[str]:
                 (f"p95 {r.wait_p95:.1f} s <= {P95_TARGET_S:g} s", r.wait_p95 <= P95_TARGET_S),
                 (f"mean {r.wait_mean:.1f} s <= {MEAN_TARGET_S:g} s", r.wait_mean <= MEAN_TARGET_S),
                 (
-                    f"idle {r.idle_pod_s_per_job:.0f} <= flat 10m's {reference.idle_pod_s_per_job:.0f} pod-s/job",
+                    f"idle {r.idle_pod_s_per_job:.0f} <= flat 10m's "
+                    f"{reference.idle_pod_s_per_job:.0f} pod-s/job",
                     r.idle_pod_s_per_job <= reference.idle_pod_s_per_job,
                 ),
                 (f"{r.registrations_refused} registrations refused", r.registrations_refused == 0),
@@ -200,8 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         wall_s = time.perf_counter() - started
         load_after = os.getloadavg()
         cost = (
-            f"{len(rows)} simulations (the advisor's fast path), {args.workers} worker processes: {cpu_s:.0f} s of "
-            f"CPU in all, {wall_s:.0f} s wall; load average {load_before[0]:.2f} before, "
+            f"{len(rows)} simulations (the advisor's fast path), {args.workers} worker processes: "
+            f"{cpu_s:.0f} s of CPU in all, {wall_s:.0f} s wall; load average {load_before[0]:.2f} before, "
             f"{load_after[0]:.2f} after."
         )
         text = "\n".join(
