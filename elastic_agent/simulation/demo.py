@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.advisor.schedule_advice import analyse, propose
 from elastic_agent.advisor.workload import DEFAULT_ORIGIN, TraceJob, describe
@@ -199,9 +200,11 @@ def virtual_comparison(trace: Sequence[TraceJob], seed: int, workers: int = 2, s
         )
     )
     bar = tqdm(total=len(policies), desc="virtual-time runs", unit="run", disable=not show)
-    results = simulate_all(
-        [(trace, policy, settings) for policy in policies], workers, lambda _: bar.update()
-    )
+
+    def done(_: PolicyResult) -> None:
+        bar.update()
+
+    results = simulate_all([(trace, policy, settings) for policy in policies], workers, done)
     bar.close()
     baseline = results[0].wait_mean or 1.0
     lines = [
