@@ -103,6 +103,14 @@ def test_never_more_pods_are_started_ahead_than_the_learned_fan_out_minus_the_po
     assert replay.result.registrations_refused == 0
 
 
+def test_pods_started_ahead_stay_within_max_pods() -> None:
+    simulation = Simulation(two_stages(), Policy("p", PREDICT, cluster={"max_pods": "4"}), FIXED)
+    result = simulation.run()
+    # build's 2 pods and room for 2 more: test's other 2 jobs wait for pods its first jobs leave.
+    assert result.predicted_started == 2 * (RUNS - MIN_CAME_TRUE) and result.peak_pods <= 4
+    assert result.violations == [] and result.registrations_refused == 0 and result.completed == 8 * RUNS
+
+
 def test_a_pod_without_a_banked_key_is_not_started_and_is_counted() -> None:
     # test runs on another profile: every key create-agent brings goes into the pod made for its job, so
     # the bank stays empty and prediction has no key to start a pod with.
@@ -230,6 +238,9 @@ def test_what_was_learned_survives_a_backend_restart_in_a_config_map_without_sec
     assert not any(attempt.key in text for attempt in first.simulation.model.registrations)
     learned = from_data(data).stages[("app", "build")]
     assert learned.edges["test"].came_true == RUNS and learned.judged == RUNS
+    # Batched: one read, then at most one write a server-ping.
+    (pool,) = first.simulation.plugin.backend.backend.pools()  # type: ignore[attr-defined]
+    assert 2 <= pool.port.api_calls["configmaps"] <= 1 + first.simulation.model.stats.pings_sent
 
     # A new backend (a new simulation) over a namespace holding that ConfigMap predicts from its first
     # run on; without it, two runs are not enough to predict anything.
