@@ -24,6 +24,7 @@ from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.service.metrics import Metrics
+from elastic_agent.simulation.fake_kube_objects import StoreError
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
 from profiles import ElasticProfile, validate_elastic_profile
 from profiles.cluster import ClusterProfile
@@ -261,3 +262,18 @@ def test_a_config_map_of_another_version_or_damaged_is_ignored() -> None:
     assert from_data({"shape.json": "not json"}).stages == {}
     assert from_data({"shape.json": '{"version": 1, "stages": [{"pipeline": "p"}]}'}).stages == {}
     assert from_data(None).stages == {}
+
+
+def test_a_config_map_the_role_does_not_allow_is_a_health_warning_and_prediction_goes_on() -> None:
+    simulation = Simulation(two_stages(), Policy("p", PREDICT), FIXED)
+    maps = simulation.store.config_maps
+
+    def refused(*args: object) -> dict[str, object]:
+        raise StoreError(403, "Forbidden", 'configmaps is forbidden: User "plugin" cannot get resource')
+
+    maps.get = maps.create = maps.replace = refused  # type: ignore[method-assign]
+    result = simulation.run()
+    assert result.predicted_started == 4 * (RUNS - MIN_CAME_TRUE) and result.registrations_refused == 0
+    warnings = [m.message for m in simulation.model.health_messages if m.type == "warning"]
+    assert any("Predict cannot read what it learned" in m and "configmaps get, create and update" in m
+               for m in warnings), warnings  # fmt: skip
