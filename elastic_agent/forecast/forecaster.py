@@ -120,7 +120,7 @@ class Forecaster:
             score.hit += 1
         return (
             f"this job runs on pod {agent_id}, started ahead at {_utc(pod.started_at)} for stage "
-            f"{pod.stage} of pipeline {pod.pipeline} (Predict): it did not wait for a pod to boot"
+            f"{pod.stage} of pipeline {pod.pipeline} (Predict: it usually follows the stage before)"
         )
 
     # -- acting ----------------------------------------------------------------------------------------
