@@ -24,6 +24,7 @@ from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.service.metrics import Metrics
+from elastic_agent.simulation.fake_kube_objects import StoreError
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
 from profiles import ElasticProfile, validate_elastic_profile
 from profiles.cluster import ClusterProfile
@@ -101,6 +102,14 @@ def test_never_more_pods_are_started_ahead_than_the_learned_fan_out_minus_the_po
     # test needs 3, build leaves 2: one pod ahead per predicted run, never more.
     assert replay.result.predicted_started == RUNS - MIN_CAME_TRUE == len(ahead(replay))
     assert replay.result.registrations_refused == 0
+
+
+def test_pods_started_ahead_stay_within_max_pods() -> None:
+    simulation = Simulation(two_stages(), Policy("p", PREDICT, cluster={"max_pods": "4"}), FIXED)
+    result = simulation.run()
+    # build's 2 pods and room for 2 more: test's other 2 jobs wait for pods its first jobs leave.
+    assert result.predicted_started == 2 * (RUNS - MIN_CAME_TRUE) and result.peak_pods <= 4
+    assert result.violations == [] and result.registrations_refused == 0 and result.completed == 8 * RUNS
 
 
 def test_a_pod_without_a_banked_key_is_not_started_and_is_counted() -> None:
@@ -230,6 +239,9 @@ def test_what_was_learned_survives_a_backend_restart_in_a_config_map_without_sec
     assert not any(attempt.key in text for attempt in first.simulation.model.registrations)
     learned = from_data(data).stages[("app", "build")]
     assert learned.edges["test"].came_true == RUNS and learned.judged == RUNS
+    # Batched: one read, then at most one write a server-ping.
+    (pool,) = first.simulation.plugin.backend.backend.pools()  # type: ignore[attr-defined]
+    assert 2 <= pool.port.api_calls["configmaps"] <= 1 + first.simulation.model.stats.pings_sent
 
     # A new backend (a new simulation) over a namespace holding that ConfigMap predicts from its first
     # run on; without it, two runs are not enough to predict anything.
@@ -250,3 +262,18 @@ def test_a_config_map_of_another_version_or_damaged_is_ignored() -> None:
     assert from_data({"shape.json": "not json"}).stages == {}
     assert from_data({"shape.json": '{"version": 1, "stages": [{"pipeline": "p"}]}'}).stages == {}
     assert from_data(None).stages == {}
+
+
+def test_a_config_map_the_role_does_not_allow_is_a_health_warning_and_prediction_goes_on() -> None:
+    simulation = Simulation(two_stages(), Policy("p", PREDICT), FIXED)
+    maps = simulation.store.config_maps
+
+    def refused(*args: object) -> dict[str, object]:
+        raise StoreError(403, "Forbidden", 'configmaps is forbidden: User "plugin" cannot get resource')
+
+    maps.get = maps.create = maps.replace = refused  # type: ignore[method-assign]
+    result = simulation.run()
+    assert result.predicted_started == 4 * (RUNS - MIN_CAME_TRUE) and result.registrations_refused == 0
+    warnings = [m.message for m in simulation.model.health_messages if m.type == "warning"]
+    assert any("Predict cannot read what it learned" in m and "configmaps get, create and update" in m
+               for m in warnings), warnings  # fmt: skip

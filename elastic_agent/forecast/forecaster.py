@@ -79,6 +79,7 @@ class Forecaster:
     _cluster_of: dict[str, str] = field(default_factory=dict)  # fingerprint -> its pool's key
     _saved: dict[str, int] = field(default_factory=dict)  # pool's key -> the shape's revision it holds
     _loading: set[str] = field(default_factory=set)  # pools whose saved shape was read or is being read
+    _problems: dict[str, str] = field(default_factory=dict)  # pool's key -> why its ConfigMap fails
     _lacked: dict[RunKey, int] = field(default_factory=dict)  # per predicting run, most keys it lacked
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -119,7 +120,7 @@ class Forecaster:
             score.hit += 1
         return (
             f"this job runs on pod {agent_id}, started ahead at {_utc(pod.started_at)} for stage "
-            f"{pod.stage} of pipeline {pod.pipeline} (Predict): it did not wait for a pod to boot"
+            f"{pod.stage} of pipeline {pod.pipeline} (Predict: it usually follows the stage before)"
         )
 
     # -- acting ----------------------------------------------------------------------------------------
@@ -193,6 +194,8 @@ class Forecaster:
             data = pool.port.read_config_map(config_map_name(pool.identity.server_id))
         except ClusterError as error:
             log.warning("could not read what prediction learned before the restart: %s", error)
+            with self._lock:
+                self._problems[pool.identity.cluster] = _problem(pool, "read", error)
             return
         learned = from_data(data)
         with self._lock:
@@ -203,9 +206,16 @@ class Forecaster:
                 for fingerprint in stage.fanout:
                     self._cluster_of.setdefault(fingerprint, pool.identity.cluster)
             self._saved.setdefault(pool.identity.cluster, -1)  # from now on it may be written
+            self._problems.pop(pool.identity.cluster, None)
 
-    def save(self, pool: ClusterPool) -> None:
-        """Write the pool's part of the shape if it changed since the last write (called once a ping)."""
+    def save(self, pool: ClusterPool) -> str | None:
+        """Write the pool's part of the shape if it changed since the last write (called once a ping).
+        Returns why the pool's ConfigMap cannot be read or written, while it cannot (a health message)."""
+        self._save(pool)
+        with self._lock:
+            return self._problems.get(pool.identity.cluster)
+
+    def _save(self, pool: ClusterPool) -> None:
         cluster = pool.identity.cluster
         with self._lock:
             unread = cluster in self._loading and cluster not in self._saved
@@ -221,9 +231,12 @@ class Forecaster:
             pool.port.write_config_map(config_map_name(pool.identity.server_id), data)
         except ClusterError as error:
             log.warning("could not save what prediction learned (it is tried at the next ping): %s", error)
+            with self._lock:
+                self._problems[cluster] = _problem(pool, "write", error)
             return
         with self._lock:
             self._saved[cluster] = revision
+            self._problems.pop(cluster, None)
 
     def next_due(self) -> float | None:
         with self._lock:
@@ -257,6 +270,15 @@ class Forecaster:
                 for name, count in score.as_dict().items():
                     total[name] += count
             return total
+
+
+def _problem(pool: ClusterPool, what: str, error: ClusterError) -> str:
+    name = config_map_name(pool.identity.server_id)
+    return (
+        f"Predict cannot {what} what it learned of the pipelines (ConfigMap {name} in namespace "
+        f"{pool.settings.namespace}): {error}. It goes on from memory and learns again after a restart; "
+        "the Role needs configmaps get, create and update (docker/kubernetes/rbac/role.yaml)."
+    )
 
 
 def _fanout(stage: Stage) -> str:
