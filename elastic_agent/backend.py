@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from elastic_agent.background import Background, BackgroundFactory, WorkerThread
 from elastic_agent.clock import Clock
+from elastic_agent.forecast.forecaster import Forecaster
 from elastic_agent.gocd.health import HealthReporter
 from elastic_agent.gocd.messages import cache_capacities, cache_sizes
 from elastic_agent.gocd.narrator import Narrator, ThreadedNarrator
@@ -57,6 +58,7 @@ class Backend:
     keys: RegistrationKeys = field(init=False)
     background: Background = field(init=False)  # the backend's own queue: connecting pools
     job_specs: JobSpecs = field(init=False)
+    forecast: Forecaster = field(init=False)  # Predict: the learned pipeline shapes (forecast/)
     _pools: dict[str, ClusterPool] = field(default_factory=dict)
     _credentials: dict[str, str] = field(default_factory=dict)  # pool key -> digest of those in use
     _replaced: dict[str, deque[str]] = field(default_factory=dict)  # pool key -> digests it has left
@@ -69,6 +71,7 @@ class Backend:
         self.keys = RegistrationKeys(self.clock)
         self.background = self.background_factory("backend-worker")
         self.job_specs = JobSpecs(self.clock, self.remote_files.fetch)
+        self.forecast = Forecaster(self.clock)
 
     def spec(
         self,
@@ -266,16 +269,27 @@ class Backend:
         return self.health.resolved(f"cluster:{what}:{profile.cluster_key}")
 
     def next_period_change(self) -> float | None:
-        """When some ReuseSchedule's period may start or end next (clock seconds); None without one."""
+        """When some ReuseSchedule's period may start or end next, or a predicted stage comes within its
+        lead time (clock seconds); None without either."""
         changes = [change for pool in self.pools() if (change := pool.next_period_change()) is not None]
+        predicted = self.forecast.next_due()
+        if predicted is not None:
+            changes.append(predicted)
         return min(changes) if changes else None
 
     def on_period_change(self) -> None:
         """A period may have started: fill the warm pools it asks for at once, from the banked keys,
         rather than at the next server-ping. (A period's end needs nothing now: the reaper applies the
-        values in force at every ping.)"""
+        values in force at every ping.) A predicted stage may be near: start its pods."""
         for pool in self.pools():
             pool.top_up_warm_pool()
+            self.forecast.act(pool)
+
+    def prediction_totals(self) -> dict[str, int]:
+        """Predict's score over every pipeline (forecaster.OUTCOMES), pods gone since the last act counted."""
+        for pool in self.pools():
+            self.forecast.note_gone(pool)
+        return self.forecast.totals()
 
     def report_template_problems(self) -> None:
         """Remote pod templates that cannot be refreshed (their last good copy is used meanwhile)."""

@@ -1,5 +1,6 @@
-"""Command line: `python -m elastic_agent serve|probe|migrate-profiles|trace|merge-helm-values|demo|advise`,
-and `python -m elastic_agent --version`.
+"""Command line: `python -m elastic_agent
+serve|probe|migrate-profiles|trace|merge-helm-values|demo|advise|generate`, and `python -m elastic_agent
+--version`.
 
 The one module that knows every command, so it sits above every layer (the layers contract in
 pyproject.toml): the service wires its own commands (`service/cli.py`), the advisor its own
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 
 from elastic_agent import __version__
 from elastic_agent.advisor import command as advise_command
+from elastic_agent.advisor import generate_command
 from elastic_agent.service import cli as service_cli
 
 DESCRIPTION = "The GoCD elastic-agent plugin's backend, with pod reuse, and its tools."
@@ -38,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     advise = commands.add_parser("advise", help=advise_command.HELP)
     advise_command.add_arguments(advise)
     advise.set_defaults(run=advise_command.run)
+    generate = commands.add_parser(
+        "generate", help=generate_command.HELP, description=generate_command.__doc__.split("\n\n")[0]
+    )
+    generate_command.add_arguments(generate)
+    generate.set_defaults(run=generate_command.run)
     args = parser.parse_args(argv)
     code: int = args.run(args)
     return code

@@ -36,6 +36,8 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
     try:
         spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
         pool = backend.pool(cluster, gocd)
+        if backend.forecast.scheduled(request.job, spec, pool.identity.cluster):
+            pool.in_background("reading what prediction learned", lambda: backend.forecast.load(pool))
         outcome = pool.create_agent(request.job, spec, request.auto_register_key, gocd)
     except ClusterError as error:
         if not isinstance(error, Unreachable):  # an outage has its one message (kube/outage.py)
@@ -84,6 +86,10 @@ def should_assign_work_request(request: ShouldAssignWorkRequest, ctx: RequestCon
         return _FALSE
     pool = backend.pool_at_once(cluster, gocd)  # never waits: no pool yet, no pod it knows
     answer = pool is not None and pool.should_assign_work(request.agent.agent_id, job, spec, gocd)
+    if answer and spec.predict:
+        ahead = backend.forecast.assigned(request.agent.agent_id, job)
+        if ahead is not None:
+            ctx.console(job, ahead)
     return _TRUE if answer else _FALSE
 
 
@@ -106,7 +112,11 @@ def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -
             )
         except RemoteFileError:
             spec = None  # the remote template is being fetched: the pod's own annotations decide
-        return pool.job_completed(request.agent_id, request.job, spec, gocd)
+        said = pool.job_completed(request.agent_id, request.job, spec, gocd)
+        # The last job of a stage completing is the best sign that the next one is near.
+        if (spec is None or spec.predict) and backend.forecast.completed(request.job, spec):
+            pool.in_background("starting pods ahead of a predicted stage", lambda: backend.forecast.act(pool))
+        return said
 
     pool = backend.pool_at_once(cluster, gocd, then=complete)
     message = complete(pool) if pool is not None else "the cluster is being connected; it counts then"

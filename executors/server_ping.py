@@ -53,6 +53,13 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             if problem is not None:
                 raise problem
             pool.reconcile(agents, gocd, marks.get(pool, 0))
+            backend.forecast.act(pool)
+            # At most one write a ping, and only when something was learned.
+            saving = backend.forecast.save(pool)
+            if saving is None:
+                backend.health.resolved(f"predict:{cluster.cluster_key}")
+            else:
+                backend.health.problem(f"predict:{cluster.cluster_key}", saving, "warning")
             backend.report_cluster_ok(cluster)
             _report_call_problems(ctx, cluster, pool.problems())
             _report_broken_pods(ctx, cluster, pool)

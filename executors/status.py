@@ -20,7 +20,10 @@ def plugin_status_report(body: str, ctx: RequestContext) -> Response:
     # among the health messages (where the last server-ping put it).
     health = backend.health.messages(without=(VERSION_HEALTH_KEY,))
     versions = backend.versions.current()
-    return Response.json({"view": render_plugin_status(backend.pools(), health, backend.clock, versions)})
+    rows = backend.forecast.rows()
+    return Response.json(
+        {"view": render_plugin_status(backend.pools(), health, backend.clock, versions, rows)}
+    )
 
 
 def cluster_status_report(body: str, ctx: RequestContext) -> Response:

@@ -50,6 +50,12 @@ def check_elastic_properties(
         problems.append(
             ("MinIdlePods", "idle pods are only kept ready for reuse: set Reuse to true, or 0 here")
         )
+    if values["Predict"] and not values["Reuse"] and "Reuse" not in bad:
+        # A pod started ahead has no job of its own: only reuse lets the next stage's jobs take it.
+        problems.append(
+            ("Predict", "pods started ahead only help if they can be reused: set Reuse to true, or "
+             "Predict to false")
+        )
     if values["ReuseSchedule"] is not None and not values["Reuse"] and "Reuse" not in bad:
         problems.append(("ReuseSchedule", "a reuse schedule needs reuse: set Reuse to true, or clear it"))
     return values, problems
@@ -75,6 +81,7 @@ class ElasticProfile:
     min_idle_pods: int = 0
     reuse_scope: str = "profile"
     reuse_schedule: Schedule | None = None
+    predict: bool = False
 
     @classmethod
     def from_properties(cls, props: Any) -> ElasticProfile:
@@ -99,4 +106,5 @@ class ElasticProfile:
             min_idle_pods=values["MinIdlePods"],
             reuse_scope=values["ReuseScope"],
             reuse_schedule=values["ReuseSchedule"],
+            predict=values["Predict"],
         )

@@ -251,6 +251,16 @@ ELASTIC_FIELDS: tuple[Field, ...] = (
         widget="textarea",
     ),
     Field(
+        "Predict",
+        "Start the next stage's pods ahead",
+        "true: learn which stage follows which in each pipeline, and start pods for the next stage "
+        "while the current one runs, with registration keys left over by reuse (needs Reuse). "
+        "Default: false.",
+        boolean,
+        default=False,
+        widget="boolean",
+    ),
+    Field(
         "ReuseScope",
         "Reuse scope",
         "profile: any job of this profile may reuse a pod; pipeline: only jobs of the same pipeline. "

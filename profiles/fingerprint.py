@@ -3,9 +3,10 @@
 Two jobs may share a pod when the pod their profiles render is the same, it runs in the same place and
 registers with the same GoCD server into the same environment (and, with ReuseScope=pipeline, serves the
 same pipeline). The fingerprint is SHA-256 over a canonical, versioned JSON encoding of exactly those
-inputs: never the job, the registration key, the reuse knobs or credentials. JSON with sorted keys,
-compact separators and ASCII escapes is the same on every Python version and platform, so fingerprints
-survive restarts and upgrades; the version prefix lets a future encoding coexist with this one.
+inputs: never the job, the registration key, the reuse knobs (Predict among them) or credentials. JSON
+with sorted keys, compact separators and ASCII escapes is the same on every Python version and
+platform, so fingerprints survive restarts and upgrades; the version prefix lets a future encoding
+coexist with this one.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ templates or people, not called from Python."""
 _ = object()
 
 # Jinja templates (elastic_agent/gocd/templates) read these fields of the status pages' rows.
-pool_state, state_for, age, job_relation, meaning, synced, next_try
+pool_state, state_for, age, job_relation, meaning, synced, next_try, fires
 _.total
 
 # Set on the kubernetes client's Configuration, read by the client.

@@ -950,3 +950,35 @@ def test_a_role_with_resource_names_grants_the_named_pods_only(server: Server) -
     assert status_of(api.delete_namespaced_pod, "named", namespace) == 403
     log = api.read_namespaced_pod_log("unnamed", namespace, _preload_content=False)
     assert log.data == b""
+
+
+# --- ConfigMaps (what Predict learned: elastic_agent/forecast/store.py) --------------------------------
+
+
+def test_a_config_map_is_none_until_written_then_created_replaced_and_read_back_with_the_role(
+    server: Server,
+) -> None:
+    cluster = server.adapter()
+    assert cluster.read_config_map("gocd-reuse-predictions-test") is None
+    cluster.write_config_map("gocd-reuse-predictions-test", {"shape.json": '{"version": 1}'})
+    assert cluster.read_config_map("gocd-reuse-predictions-test") == {"shape.json": '{"version": 1}'}
+    cluster.write_config_map("gocd-reuse-predictions-test", {"shape.json": '{"version": 1, "stages": []}'})
+    stored = server.admin.read_namespaced_config_map("gocd-reuse-predictions-test", server.namespace)
+    assert stored.data == {"shape.json": '{"version": 1, "stages": []}'}
+
+
+def test_without_configmaps_update_a_write_is_refused_with_403_before_the_server_looks_for_it(
+    server: Server,
+) -> None:
+    # RBAC decides before the object is looked up: the replace is refused, not answered 404, so the
+    # adapter never falls back to a create; reading still works.
+    rules = [
+        {**rule, "verbs": [verb for verb in rule["verbs"] if verb != "update"]}
+        if "configmaps" in rule["resources"]
+        else rule
+        for rule in plugin_role()["rules"]
+    ]
+    cluster = server.adapter(server.token_for("no-update", rules))
+    with pytest.raises(Forbidden):
+        cluster.write_config_map("gocd-reuse-predictions-test", {"shape.json": "{}"})
+    assert cluster.read_config_map("gocd-reuse-predictions-test") is None

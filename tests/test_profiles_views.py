@@ -54,6 +54,7 @@ ELASTIC_KEYS = {
     "MinIdlePods",
     "ReuseScope",
     "ReuseSchedule",
+    "Predict",
 }
 
 

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def rbac_line(role: dict[str, object]) -> str:
-    """`pods create/list/watch/patch/delete, pods/log get, events list`, from the Role's rules."""
+    """`pods create/list/watch/patch/delete, pods/log get, ...`, from the Role's rules."""
     rules = role["rules"]
     assert isinstance(rules, list)
     return ", ".join(
@@ -22,6 +22,8 @@ def test_the_readme_names_every_rule_of_the_role_and_no_other() -> None:
     role = yaml.safe_load((ROOT / "docker" / "kubernetes" / "rbac" / "role.yaml").read_text())
     assert role["kind"] == "Role", "namespaced: the backend needs nothing at cluster scope"
     line = rbac_line(role)
-    assert line == "pods create/list/watch/patch/delete, pods/log get, events list"
+    assert line == (
+        "pods create/list/watch/patch/delete, pods/log get, events list, configmaps get/create/update"
+    )
     readme = (ROOT / "README.md").read_text()
     assert f"`docker/kubernetes/rbac/role.yaml`: {line})" in readme

@@ -91,21 +91,29 @@ def trace(token_file: Path, output: Path, *options: str) -> tuple[int, str, str]
 
 # Every run of the fixtures, as the trace must have it (hand-worked from the transitions):
 # `duration` Assigned -> Completed (Preparing when there is no Assigned), `waited` Scheduled -> Assigned.
+def row(at: str, profile: str, env: str, pipeline: str, duration: float, shape: tuple[Any, ...],
+        waited: float, built: float) -> dict[str, Any]:
+    counter, stage, stage_counter, job, result = shape
+    return {"at": at, "profile": profile, "environment": env, "pipeline": pipeline, "duration": duration,
+            "pipeline_counter": counter, "stage": stage, "stage_counter": stage_counter, "job": job,
+            "result": result, "waited": waited, "built": built}
+
+
 EXPECTED_ROWS = [
-    {"at": "2026-11-18T08:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
-     "duration": 480.0, "waited": 120.0, "built": 470.0},  # compile #54: 08:02:00 -> 08:10:00
-    {"at": "2026-11-22T03:15:00.250Z", "profile": "node", "environment": "", "pipeline": "web",
-     "duration": 60.0, "waited": 2.0, "built": 57.0},  # bundle #11, cancelled after it got its agent
-    {"at": "2026-11-23T14:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
-     "duration": 140.0, "waited": 45.0, "built": 135.0},  # compile #57: no Assigned, Preparing 14:00:45
-    {"at": "2026-11-23T14:04:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
-     "duration": 120.0, "waited": 5.0, "built": 110.0},  # unit #57 (a rerun), profile from #{PROFILE}
-    {"at": "2026-11-24T07:30:00.000Z", "profile": "node", "environment": "", "pipeline": "web",
-     "duration": 120.0, "waited": 60.0, "built": 115.0},  # bundle #12 (the template's job)
-    {"at": "2026-11-24T09:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
-     "duration": 280.0, "waited": 30.0, "built": 270.0},  # compile #59
-    {"at": "2026-11-24T09:06:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
-     "duration": 110.0, "waited": 10.0, "built": 100.0},  # unit #59
+    row("2026-11-18T08:00:00.000Z", "java", "prod", "api", 480.0, (54, "build", 1, "compile", "Passed"),
+        120.0, 470.0),  # compile #54: 08:02:00 -> 08:10:00
+    row("2026-11-22T03:15:00.250Z", "node", "", "web", 60.0, (11, "build", 1, "bundle", "Failed"),
+        2.0, 57.0),  # bundle #11, cancelled after it got its agent: Failed, its pipeline run ends there
+    row("2026-11-23T14:00:00.000Z", "java", "prod", "api", 140.0, (57, "build", 1, "compile", "Passed"),
+        45.0, 135.0),  # compile #57: no Assigned, Preparing 14:00:45
+    row("2026-11-23T14:04:00.000Z", "java", "prod", "api", 120.0, (57, "test", 2, "unit", "Passed"),
+        5.0, 110.0),  # unit #57 (a rerun: stage counter "2"), profile from #{PROFILE}
+    row("2026-11-24T07:30:00.000Z", "node", "", "web", 120.0, (12, "build", 1, "bundle", "Passed"),
+        60.0, 115.0),  # bundle #12 (the template's job)
+    row("2026-11-24T09:00:00.000Z", "java", "prod", "api", 280.0, (59, "build", 1, "compile", "Passed"),
+        30.0, 270.0),  # compile #59
+    row("2026-11-24T09:06:00.000Z", "java", "prod", "api", 110.0, (59, "test", 1, "unit", "Passed"),
+        10.0, 100.0),  # unit #59
 ]  # fmt: skip
 
 
@@ -131,15 +139,17 @@ def test_the_written_trace_loads_in_the_simulator_with_the_same_times_profiles_a
     jobs = load_trace(output)
 
     # `at` relative to the earliest run (2026-11-18 08:00:00 UTC); the loader ignores `waited`, `built`.
+    # The job identifiers come through, so the simulated GoCD schedules each run as GoCD did.
     assert jobs == [
-        TraceJob(0.0, "java", "prod", "api", 480.0),
-        TraceJob(3 * 86400 + 19 * 3600 + 15 * 60 + 0.25, "node", None, "web", 60.0),
-        TraceJob(5 * 86400 + 6 * 3600, "java", "prod", "api", 140.0),
-        TraceJob(5 * 86400 + 6 * 3600 + 4 * 60, "java", "prod", "api", 120.0),
-        TraceJob(5 * 86400 + 23 * 3600 + 30 * 60, "node", None, "web", 120.0),
-        TraceJob(6 * 86400 + 3600, "java", "prod", "api", 280.0),
-        TraceJob(6 * 86400 + 3600 + 6 * 60, "java", "prod", "api", 110.0),
-    ]
+        TraceJob(0.0, "java", "prod", "api", 480.0, 54, "build", 1, "compile"),
+        TraceJob(3 * 86400 + 19 * 3600 + 15 * 60 + 0.25, "node", None, "web", 60.0, 11, "build", 1, "bundle",
+                 "Failed"),
+        TraceJob(5 * 86400 + 6 * 3600, "java", "prod", "api", 140.0, 57, "build", 1, "compile"),
+        TraceJob(5 * 86400 + 6 * 3600 + 4 * 60, "java", "prod", "api", 120.0, 57, "test", 2, "unit"),
+        TraceJob(5 * 86400 + 23 * 3600 + 30 * 60, "node", None, "web", 120.0, 12, "build", 1, "bundle"),
+        TraceJob(6 * 86400 + 3600, "java", "prod", "api", 280.0, 59, "build", 1, "compile"),
+        TraceJob(6 * 86400 + 3600 + 6 * 60, "java", "prod", "api", 110.0, 59, "test", 1, "unit"),
+    ]  # fmt: skip
 
 
 def test_a_csv_trace_has_the_same_rows_and_loads_too(
@@ -150,7 +160,9 @@ def test_a_csv_trace_has_the_same_rows_and_loads_too(
     assert trace(token_file, jsonl)[0] == 0
     assert trace(token_file, csv)[0] == 0
 
-    assert csv.read_text().splitlines()[0] == "at,profile,environment,pipeline,duration,waited,built"
+    assert csv.read_text().splitlines()[0] == (
+        "at,profile,environment,pipeline,duration,pipeline_counter,stage,stage_counter,job,result,waited,built"
+    )
     assert load_trace(csv) == load_trace(jsonl)
 
 

@@ -48,6 +48,14 @@ class PolicyResult:
     should_assign_asked: int
     # Pods whose agent GoCD refused (a spent, expired or unknown key): an invariant, always 0.
     registrations_refused: int = 0
+    # Predict (elastic_agent/forecast): pods started ahead of a predicted stage; of those, assigned a job
+    # of that stage, assigned another job first, gone without a job; and pods a prediction wanted that
+    # no banked registration key could start.
+    predicted_started: int = 0
+    predicted_hits: int = 0
+    predicted_other_job: int = 0
+    predicted_idled_out: int = 0
+    predicted_without_key: int = 0
     violations: list[str] = field(default_factory=list)
     plugin_errors: list[str] = field(default_factory=list)
     waits: list[float] = field(default_factory=list, repr=False)

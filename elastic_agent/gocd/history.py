@@ -23,6 +23,9 @@ Facts it relies on (GoCD's API reference, api.gocd.org, and gocd/gocd's controll
   to 100 (default 10). The answer has no job ids: the next (older) page is `_links.next.href`, a URL
   ending in `?after=<cursor>`, absent on the last page; an empty history is `{"jobs": []}` alone.
   A job that lost its agent is marked Rescheduled and GoCD schedules it again as a new run (listed too).
+  Each entry also names its place in the pipeline (JobInstanceRepresenter v1): `pipeline_name`,
+  `pipeline_counter` (a number), `stage_name` and `stage_counter` (a string, "1"); `result` is one of
+  Passed, Failed, Cancelled, Unknown (JobResult).
 - A cancelled job ends Completed with result Cancelled, with whatever transitions it reached.
 
 What a run becomes: `waited` is Scheduled -> Assigned (the first of Assigned, Preparing, Building or
@@ -31,8 +34,11 @@ Completed, the time the run held its agent, because the simulator holds the agen
 assignment (simulation/gocd_model.py); `built` is Building -> Completed, for reference. Runs still going,
 rescheduled ones, ones that never got an agent, ones without a Completed time and ones whose transitions
 are out of order are left out and counted by reason. A run cancelled after it got its agent is kept: it
-held the agent until then. The elastic profile and environment are today's config: GoCD's history does
-not record which profile a past run used.
+held the agent until then. A run keeps its job identifier (pipeline counter, stage, stage counter, job
+name), the stage and job names from the config the history was asked for; its result is Passed or Failed,
+a cancelled run Failed, since like a failure it ends its pipeline's run there (no later stage follows).
+The elastic profile and environment are today's config: GoCD's history does not record
+which profile a past run used.
 """
 
 from __future__ import annotations
@@ -97,6 +103,11 @@ class JobRun:
     duration_s: float  # assigned -> completed: the time it held its agent
     built_s: float  # building -> completed
     cancelled: bool  # cancelled after it got its agent (kept: it held the agent)
+    pipeline_counter: int | None = None  # None: the entry did not say
+    stage: str = "build"
+    stage_counter: int = 1
+    job: str = "job"
+    result: str = "Passed"  # or "Failed" (a failed or cancelled run)
 
 
 @dataclass
@@ -170,7 +181,22 @@ def job_run(item: Mapping[str, Any], job: JobConfig) -> JobRun | str:
         duration_s=(completed - on_agent) / 1000,
         built_s=(completed - times.get("Building", on_agent)) / 1000,
         cancelled=item.get("result") == "Cancelled",
+        pipeline_counter=_counter(item.get("pipeline_counter")),
+        stage=job.stage,
+        stage_counter=_counter(item.get("stage_counter")) or 1,
+        job=job.job,
+        result="Failed" if item.get("result") in ("Failed", "Cancelled") else "Passed",
     )
+
+
+def _counter(value: Any) -> int | None:
+    """A pipeline or stage counter, a number or (stage_counter) a string of digits; None when absent or
+    not a counter of 1 or more."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and value >= 1 else None
 
 
 def scheduled_ms(item: Mapping[str, Any]) -> int | None:

@@ -8,6 +8,7 @@ to it. Rows carry `data-pod` and `data-state` attributes so tests (and curious a
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from elastic_agent import __version__
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.status_holds import HeldRow, held_rows
+from elastic_agent.gocd.status_predictions import PredictionRow
 from elastic_agent.gocd.versions import Versions
 from elastic_agent.kube.port import ClusterError, PodView
 from elastic_agent.pool import labels
@@ -282,15 +284,17 @@ def render_plugin_status(
     health: list[dict[str, str]],
     clock: Clock,
     versions: Versions | None = None,
+    predictions: Sequence[PredictionRow] = (),
 ) -> str:
     """`versions`: the jar's (as its last request said it) and the backend's; shown first, with the
-    sentence of their difference, if any, at the very top."""
+    sentence of their difference, if any, at the very top. `predictions`: Predict's rows, last."""
     return _templates.get_template("plugin_status.html").render(
         versions=versions or Versions(None, __version__),
         version_known=versions is not None,
         clusters=[cluster_summary(pool, clock) for pool in pools],
         health=[{"type": m.get("type", "error"), "message": redact(m.get("message", ""))} for m in health],
         generated=_timestamp(clock.now()),
+        predictions=predictions,
     )
 
 

@@ -265,6 +265,27 @@ class KubeCluster:
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
         return bytes(resp.data).decode("utf-8", errors="replace")
 
+    # -- the backend's own state (forecast/store.py) -------------------------------------------------
+
+    def read_config_map(self, name: str) -> dict[str, str] | None:
+        options = {"_preload_content": False, "_request_timeout": self.request_timeout}
+        core, ns = self._core, self.namespace
+        try:
+            resp = self._call("configmaps", lambda: core.read_namespaced_config_map(name, ns, **options))
+        except NotFound:
+            return None
+        return dict(json.loads(resp.data).get("data") or {})
+
+    def write_config_map(self, name: str, data: Mapping[str, str]) -> None:
+        # No resourceVersion: one backend writes it, and what it writes is all it learned.
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": dict(data)}
+        options = {"_preload_content": False, "_request_timeout": self.request_timeout}
+        core, ns = self._core, self.namespace
+        try:
+            self._call("configmaps", lambda: core.replace_namespaced_config_map(name, ns, body, **options))
+        except NotFound:
+            self._call("configmaps", lambda: core.create_namespaced_config_map(ns, body, **options))
+
     # -- calls and errors ----------------------------------------------------------------------------
 
     def _count(self, verb: str) -> None:

@@ -130,6 +130,12 @@ class ClusterPort(Protocol):
 
     def pod_log(self, name: str, tail_lines: int = 200) -> str: ...
 
+    def read_config_map(self, name: str) -> dict[str, str] | None:
+        """The data of a ConfigMap of the namespace (what Predict learned); None when there is none."""
+
+    def write_config_map(self, name: str, data: Mapping[str, str]) -> None:
+        """Replace the ConfigMap's data, creating it the first time."""
+
     def add_listener(self, listener: PodListener) -> None:
         """`listener(kind, pod)` is called after every change of the cache (ADDED, MODIFIED, DELETED),
         also for the port's own writes before they return; the pool's record index relies on it."""

@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 class Done:
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    made: dict[str, Create] = field(default_factory=dict)  # created pod -> the intent it came from
 
 
 class Applier:
@@ -97,6 +98,7 @@ class Applier:
                     failed.add(intent.spec.fingerprint)
                 else:
                     done.created.append(name)
+                    done.made[name] = intent
                     if not intent.for_request:
                         background.append(intent.said.format(pod=name))
             elif isinstance(intent, Retire):
@@ -125,6 +127,7 @@ class Applier:
                 auto_register_key=key,
                 go_server_url=settings.go_server_url,
                 now=state.clock.now(),
+                extra_annotations=intent.annotations,
             )
             state.note_pod_name(intent.token, manifest["metadata"]["name"])
             return state.port.create_pod(manifest).name

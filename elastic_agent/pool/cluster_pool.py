@@ -281,6 +281,10 @@ class ClusterPool:
                                     lambda: self._carry_out(plan, gocd))  # fmt: skip
         return plan.message
 
+    def in_background(self, what: str, work: Callable[[], object]) -> None:
+        """`work` on the pool's queue (it may call the cluster): for a request that must not wait."""
+        self._background.submit(what, work)
+
     def _carry_out(self, plan: Plan, gocd: GoCDServer) -> None:
         self.applier.carry_out(plan, gocd)
 
@@ -349,13 +353,18 @@ class ClusterPool:
         return self._create_for(warm.warm_pool)
 
     def _create_for(self, decide: Callable[[PoolState, float], Plan]) -> list[str]:
+        return self.carry_out_decision(decide).created
+
+    def carry_out_decision(self, decide: Callable[[PoolState, float], Plan]) -> Done:
+        """A decision that only creates pods (the warm pool's, prediction's): decided and committed
+        under the lock, carried out after it. Nothing before the first pod list."""
         if not self.synced:
-            return []
+            return Done()
         now = self.clock.now()
         with self.state.lock:
             plan = decide(self.state, now)
             self.applier.commit(plan, now)
-        return self.applier.carry_out(plan, None).created
+        return self.applier.carry_out(plan, None)
 
     def requeue_unwritten(self) -> None:
         """The writer gives up on a pod after a few conflicts or an error; the ping tries again."""

@@ -100,6 +100,8 @@ class Create:
     # pods are created in the background: a failure is logged and ends that plan's creations for the
     # fingerprint.
     for_request: bool = False
+    # Annotations of the new pod beyond the pool's own (a pod started ahead says for which stage).
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

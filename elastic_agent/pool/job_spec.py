@@ -35,6 +35,7 @@ class JobSpec:
     min_idle_pods: int
     environment: str | None
     schedule: Schedule | None = None  # ReuseSchedule: the values above are its plain ones
+    predict: bool = False  # Predict: start the next stage's pods ahead (elastic_agent/forecast)
 
     def knobs(self, now: float) -> Knobs:
         """MinIdlePods, IdleTimeout and MaxJobsPerPod in force at `now`."""
@@ -50,8 +51,12 @@ class JobSpec:
 
     @property
     def wants_warm_pods(self) -> bool:
-        """MinIdlePods now or in some period: registration keys are worth banking."""
-        return self.min_idle_pods > 0 or (self.schedule is not None and self.schedule.wants_warm_pods)
+        """MinIdlePods now or in some period, or Predict: registration keys are worth banking."""
+        return (
+            self.min_idle_pods > 0
+            or self.predict
+            or (self.schedule is not None and self.schedule.wants_warm_pods)
+        )
 
 
 class FetchRemote(Protocol):
@@ -117,4 +122,5 @@ class JobSpecs:
             min_idle_pods=elastic.min_idle_pods if elastic.reuse else 0,
             environment=environment,
             schedule=elastic.reuse_schedule if elastic.reuse else None,
+            predict=elastic.predict and elastic.reuse,
         )

@@ -59,3 +59,4 @@ ANN_MAX_JOBS = PREFIX + "max-jobs"  # MaxJobsPerPod, absent for no limit
 ANN_MIN_IDLE = PREFIX + "min-idle"  # MinIdlePods of its fingerprint
 ANN_SCHEDULE = PREFIX + "reuse-schedule"  # ReuseSchedule's canonical JSON, absent without one
 ANN_WARM = PREFIX + "warm"  # "true": created ahead of demand for the warm pool
+ANN_PREDICTED_FOR = PREFIX + "predicted-for"  # "<pipeline>/<stage>": started ahead for that stage (Predict)

@@ -85,6 +85,7 @@ def build_pod(
     auto_register_key: str,
     go_server_url: str,
     now: float,
+    extra_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One concrete pod from a rendered template, ready for the API server. `job` is None for a warm
     pod created ahead of demand."""
@@ -109,6 +110,7 @@ def build_pod(
         labels.ANN_FINGERPRINT: spec.fingerprint,
         **{key: value for key, value in reuse_annotations(spec).items() if value is not None},
     }
+    annotations.update(extra_annotations or {})
     if job is not None:
         annotations[labels.ANN_CREATED_FOR] = job_annotation(job)
     else:

@@ -73,6 +73,7 @@ def create_app(
     metrics = metrics or Metrics()
     metrics.watch_pods(lambda: pod_counts(backend))
     metrics.watch_structures(backend.sizes, backend.size_limits)
+    metrics.watch_predictions(backend.forecast.totals)
     app = Flask("elastic_agent")
     plugin = PluginRequests(backend, shared(token), metrics)
     stopping = stopping or threading.Event()

@@ -55,6 +55,25 @@ class RetainedEntriesCollector(Collector):
         yield limits
 
 
+class PredictionCollector(Collector):
+    """Predict's score (forecast/forecaster.py OUTCOMES), summed over pipelines, read at scrape time:
+    pipeline names stay out of the label values, whose number must not grow with the configuration."""
+
+    def __init__(self, totals: Callable[[], dict[str, int]]) -> None:
+        self._totals = totals
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "gocd_elastic_agent_predicted_pods",
+            "Pods started ahead of a predicted stage, by what became of them (started, hit: a job of that "
+            "stage took it, other_job, idled_out: gone without a job, without_key: wanted, no banked key)",
+            labels=["outcome"],
+        )
+        for outcome, count in self._totals().items():
+            family.add_metric([outcome], count)
+        yield family
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -79,6 +98,9 @@ class Metrics:
 
     def watch_pods(self, counts: Callable[[], dict[str, int]]) -> None:
         self.registry.register(PodStateCollector(counts))
+
+    def watch_predictions(self, totals: Callable[[], dict[str, int]]) -> None:
+        self.registry.register(PredictionCollector(totals))
 
     def watch_structures(
         self, sizes: Callable[[], dict[str, int]], limits: Callable[[], dict[str, int]]

@@ -5,9 +5,11 @@ It reads every pipeline's config, the environments and the history of each job o
 through GoCD's REST API (`gocd/history.py` says which calls and what it relies on), and writes one line per
 job run since `--since`, sorted by `at`, in the trace format of `advisor/workload.py`:
 `{"at": "2026-11-24T09:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
-"duration": 280.0, "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
-time, so the time of day and the day of the week survive for schedules; `waited` and `built` are extra
-keys the loader ignores. It then prints what the jobs waited for an agent (scheduled -> assigned) per
+"duration": 280.0, "pipeline_counter": 59, "stage": "build", "stage_counter": 1, "job": "compile",
+"result": "Passed", "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
+time, so the time of day and the day of the week survive for schedules; the job identifier and result
+give the trace its pipeline shape (which stage runs follow which); `waited` and `built` are extra keys
+the loader ignores. It then prints what the jobs waited for an agent (scheduled -> assigned) per
 elastic profile: the baseline a reuse setting should beat.
 
 The token is read from a file (never an argument, which `ps` shows) and is never printed or logged.
@@ -35,7 +37,20 @@ from profiles.quantities import parse_duration
 
 DEFAULT_SINCE = "7d"
 DEFAULT_OUTPUT = "trace.jsonl"
-COLUMNS = ("at", "profile", "environment", "pipeline", "duration", "waited", "built")
+COLUMNS = (
+    "at",
+    "profile",
+    "environment",
+    "pipeline",
+    "duration",
+    "pipeline_counter",
+    "stage",
+    "stage_counter",
+    "job",
+    "result",
+    "waited",
+    "built",
+)
 _BARE_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 DESCRIPTION = (
@@ -177,6 +192,11 @@ def _row(run: JobRun) -> dict[str, Any]:
         "environment": run.environment,
         "pipeline": run.pipeline,
         "duration": round(run.duration_s, 3),
+        "pipeline_counter": "" if run.pipeline_counter is None else run.pipeline_counter,
+        "stage": run.stage,
+        "stage_counter": run.stage_counter,
+        "job": run.job,
+        "result": run.result,
         "waited": round(run.waited_s, 3),
         "built": round(run.built_s, 3),
     }

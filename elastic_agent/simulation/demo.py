@@ -1,6 +1,12 @@
-"""The demo: one workload trace, run twice live (the backend over HTTP, a simulated GoCD server and a fake
-Kubernetes cluster, in scaled time, with a progress bar), then replayed in virtual time through the same
-executors and pool at several idle timeouts: the reuse-versus-one-pod-per-job comparison for its workload.
+"""The demo: a short workload run twice live (the backend over HTTP, a simulated GoCD server and a fake
+Kubernetes cluster, in scaled time, with a progress bar), then a pipeline-shaped working day
+(advisor/pipelines.py: stages following stages, test fan-outs, downstream deploys, a nightly and an hourly
+timer) replayed in virtual time through the same executors and pool: one pod per job, flat idle timeouts,
+prediction, and prediction with a schedule, so that what each setting buys shows in one table.
+
+The live part is short because it runs in scaled real time; the day is long enough to hold quiet hours
+and repeated pipeline runs, which is where the idle timeouts differ and where prediction has something to
+learn. The day's runs use the simulator's fast path (the same decisions, fewer events) and two processes.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from elastic_agent.advisor.workload import TraceJob
+from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.advisor.schedule_advice import analyse, propose
+from elastic_agent.advisor.workload import DEFAULT_ORIGIN, TraceJob, describe
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.stack import Stack, StackOptions
 from elastic_agent.simulation.virtual_time import Policy as SimPolicy
-from elastic_agent.simulation.virtual_time import SimSettings, Simulation
+from elastic_agent.simulation.virtual_time import SimSettings, simulate_all
 
 PROFILES = ("small", "large")
 
@@ -147,29 +156,80 @@ def _live_summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def virtual_comparison(trace: Sequence[TraceJob], seed: int) -> str:
-    """The same trace in virtual time (no HTTP, no sleeping) through the real executors and pool."""
-    policies = [SimPolicy("one pod per job", {"Reuse": "false"})] + [
+def demo_day(seed: int, pipelines: int = 15, commits_per_hour: float = 10.0) -> list[TraceJob]:
+    """A Monday of a small installation: about 1,900 jobs from 15 commit-triggered pipelines and their
+    deploys, 10 commits an office hour, the nightly and hourly timers."""
+    spec = PipelineSpec(days=1.0, commit_pipelines=pipelines, commits_per_hour=commits_per_hour)
+    return generate_pipelines(spec, seed)
+
+
+def _schedule(trace: Sequence[TraceJob], settings: SimSettings) -> dict[str, dict[str, str]]:
+    """Each profile's ReuseSchedule as the advisor proposes it from the day (busy hours 60m with a warm
+    pool at the median, else 2m), with Predict on."""
+    per_profile = {}
+    for profile in sorted({job.profile for job in trace}):
+        demand = analyse(
+            [job for job in trace if job.profile == profile],
+            DEFAULT_ORIGIN,
+            refill_window_s=settings.boot_median_s + settings.ping_s,
+        )
+        proposals = propose(
+            demand, quantiles=(0.5,), busy_idle_timeouts=("60m",), plain_idle_timeouts=("2m",)
+        )
+        chosen = proposals[0].properties() if proposals else {"Reuse": "true", "IdleTimeout": "2m"}
+        per_profile[profile] = {**chosen, "Predict": "true"}
+    return per_profile
+
+
+def virtual_comparison(trace: Sequence[TraceJob], seed: int, workers: int = 2, show: bool = False) -> str:
+    """The trace in virtual time (no HTTP, no sleeping) through the real executors and pool, one run per
+    row."""
+    settings = SimSettings(seed=seed, fast=True, start=DEFAULT_ORIGIN.timestamp())
+    policies = [SimPolicy("one pod per job", {"Reuse": "false"})]
+    policies += [
         SimPolicy(f"reuse, IdleTimeout {t}", {"Reuse": "true", "IdleTimeout": t})
         for t in ("2m", "10m", "30m")
     ]
-    policies = [SimPolicy(p.name, p.elastic, {"large": {"MaxMemory": "2Gi"}}, p.cluster) for p in policies]
-    results = [Simulation(trace, policy, SimSettings(seed=seed)).run() for policy in policies]
+    policies += [
+        SimPolicy(f"reuse + Predict, IdleTimeout {t}", {"Reuse": "true", "IdleTimeout": t, "Predict": "true"})
+        for t in ("2m", "10m")
+    ]
+    policies.append(
+        SimPolicy(
+            "reuse + Predict + ReuseSchedule", {"Reuse": "true"}, per_profile=_schedule(trace, settings)
+        )
+    )
+    bar = tqdm(total=len(policies), desc="virtual-time runs", unit="run", disable=not show)
+
+    def done(_: PolicyResult) -> None:
+        bar.update()
+
+    results = simulate_all([(trace, policy, settings) for policy in policies], workers, done)
+    bar.close()
     baseline = results[0].wait_mean or 1.0
     lines = [
         "",
-        "The same trace in virtual time (real executors and pool, simulated GoCD and cluster):",
+        f"A pipeline-shaped day in virtual time ({describe(trace)}; real executors and pool, simulated GoCD "
+        "and cluster):",
         "",
         "| policy | pods per job | mean wait | wait vs one pod per job | p95 wait | waited > 120 s | "
-        "idle pod-s per job | registrations refused | violations |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "idle pod-s per job | pods started ahead | of them used as predicted | wanted but no key | "
+        "registrations refused | violations |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
-            f"| {r.policy} | {r.pods_created / max(1, r.jobs):.2f} | {r.wait_mean:.1f} s | "
+            f"| {r.policy} | {r.pods_per_job:.2f} | {r.wait_mean:.1f} s | "
             f"{r.wait_mean / baseline:.2f} | {r.wait_p95:.1f} s | {r.waited_past_resend} | "
-            f"{r.idle_pod_s / max(1, r.jobs):.0f} | {r.registrations_refused} | {len(r.violations)} |"
+            f"{r.idle_pod_s_per_job:.0f} | {r.predicted_started} | {r.predicted_hits} | "
+            f"{r.predicted_without_key} | {r.registrations_refused} | {len(r.violations)} |"
         )
+    lines += [
+        "",
+        "Longer idle timeouts buy waits with idle pods. Predict starts the next stage's pods while a stage "
+        "runs, but only with registration keys GoCD handed out for jobs that another pod served: "
+        "'wanted but no key' counts the pods it could not start for want of one.",
+    ]
     return "\n".join(lines)
 
 
@@ -182,7 +242,8 @@ def run_demo(jobs: int = 60, speed: float = 30.0, seed: int = 7) -> int:
     trace = demo_trace(jobs, seed)
     outcomes = [run_policy(policy, trace, speed, seed, show=True) for policy in POLICIES]
     print(_live_summary(outcomes))
-    print(virtual_comparison(trace, seed))
+    print("\nNow a whole pipeline-shaped day, replayed in virtual time (about a minute):", flush=True)
+    print(virtual_comparison(demo_day(seed), seed, show=True))
     failed = [o for o in outcomes if o.completed < o.jobs or o.violations or o.left_pods or o.plugin_errors]
     for o in failed:
         print(f"\n{o.policy}: something went wrong: {o.violations[:5]}")

@@ -72,6 +72,7 @@ _POD_BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 _POD_EVICTION = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
 _BUDGETS = re.compile(r"^/apis/policy/v1/namespaces/([^/]+)/poddisruptionbudgets(?:/([^/]+))?$")
 _EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
+_CONFIG_MAPS = re.compile(r"^/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?$")
 
 _API_RESOURCES = [
     {"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": verbs}
@@ -82,6 +83,7 @@ _API_RESOURCES = [
         ("pods/status", True, "Pod", ["get", "patch"]),
         ("pods/eviction", True, "Eviction", ["create"]),
         ("events", True, "Event", ["create", "list"]),
+        ("configmaps", True, "ConfigMap", ["create", "get", "update"]),
         ("nodes", False, "Node", ["get", "list"]),
         ("namespaces", False, "Namespace", ["get", "list"]),
     ]
@@ -223,6 +225,8 @@ class FakeKubeApi:
             return 200, list_body("EventList", items, rv), JSON
         if (m := _EVENTS.match(path)) and method == "POST":
             return 201, store.create_event(m.group(1), _json_body(environ)), JSON
+        if m := _CONFIG_MAPS.match(path):
+            return self._config_maps(method, m.group(1), m.group(2), environ)
         if method == "GET" and path == "/api/v1/namespaces":
             names = sorted({p["metadata"]["namespace"] for p in store.list_pods(None)[0]} | {"default"})
             items = [{"metadata": {"name": n}, "status": {"phase": "Active"}} for n in names]
@@ -243,6 +247,16 @@ class FakeKubeApi:
         if name is not None and method == "DELETE":
             return 200, budgets.delete(ns, name), JSON
         raise StoreError(405, "MethodNotAllowed", f"{method} is not supported on poddisruptionbudgets")
+
+    def _config_maps(self, method: str, ns: str, name: str | None, environ: dict[str, Any]) -> Any:
+        maps = self.store.config_maps
+        if name is None and method == "POST":
+            return 201, maps.create(ns, _json_body(environ)), JSON
+        if name is not None and method == "GET":
+            return 200, maps.get(ns, name), JSON
+        if name is not None and method == "PUT":
+            return 200, maps.replace(ns, name, _json_body(environ)), JSON
+        raise StoreError(405, "MethodNotAllowed", f"{method} is not supported on configmaps here")
 
     def _pod_log(self, ns: str, name: str, query: dict[str, str]) -> tuple[int, str, str]:
         """kube-apiserver asks the pod's node for the log: a pod without a node has none to ask (204, no

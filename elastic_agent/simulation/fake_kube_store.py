@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from elastic_agent.clock import Clock, SystemClock
+from elastic_agent.simulation.fake_kube_configmaps import FakeConfigMaps
 from elastic_agent.simulation.fake_kube_objects import (
     EVENT_FIELDS,
     POD_FIELDS,
@@ -148,6 +149,7 @@ class FakeKubeStore:
         self._pending_notify: list[Change] = []
         self._deletions: list[_Deletion] = []
         self._listeners: list[StoreListener] = []
+        self.config_maps = FakeConfigMaps(self._bump_locked)
 
     # -- bookkeeping ---------------------------------------------------------------------------------
 
@@ -163,6 +165,11 @@ class FakeKubeStore:
     def _bump(self) -> int:
         self._rv += 1
         return self._rv
+
+    def _bump_locked(self) -> int:
+        """A resourceVersion for another kind of object (ConfigMaps): one revision counter, as etcd's."""
+        with self._lock:
+            return self._bump()
 
     @contextmanager
     def _txn(self) -> Iterator[None]:

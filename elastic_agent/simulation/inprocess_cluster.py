@@ -363,6 +363,29 @@ class InProcessCluster:
         except StoreError as error:
             raise _cluster_error(error, "log") from None
 
+    def read_config_map(self, name: str) -> dict[str, str] | None:
+        self._count("configmaps")
+        try:
+            return dict(self._store.config_maps.get(self.namespace, name).get("data") or {})
+        except StoreError as error:
+            if error.code == 404:
+                return None
+            raise _cluster_error(error, "configmaps") from None
+
+    def write_config_map(self, name: str, data: Mapping[str, str]) -> None:
+        self._count("configmaps")
+        body = {"metadata": {"name": name}, "data": dict(data)}
+        maps = self._store.config_maps
+        try:
+            try:
+                maps.replace(self.namespace, name, body)
+            except StoreError as error:
+                if error.code != 404:
+                    raise
+                maps.create(self.namespace, body)
+        except StoreError as error:
+            raise _cluster_error(error, "configmaps") from None
+
     # -- the cache -----------------------------------------------------------------------------------
 
     def _count(self, verb: str) -> None:

@@ -355,6 +355,11 @@ class Simulation:
             count_from=origin + judged_from if judged_from > 0 else None,
         )
         result.plugin_calls, result.plugin_time_s = plugin.timings()
+        if isinstance(plugin, ProjectPlugin):
+            totals = plugin.backend.backend.prediction_totals()
+            result.predicted_started, result.predicted_hits = totals["started"], totals["hit"]
+            result.predicted_other_job, result.predicted_idled_out = totals["other_job"], totals["idled_out"]
+            result.predicted_without_key = totals["without_key"]
         return result
 
     def _kubelet_step(self, now: float) -> None:
