@@ -41,7 +41,7 @@ from elastic_agent.simulation.inprocess_cluster import (
     store_cluster_factory,
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
-from elastic_agent.simulation.run_summary import PodTracker, summarize
+from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
 from profiles.quantities import parse_duration
 from profiles.schedule import parse_schedule
 
@@ -266,6 +266,7 @@ class Simulation:
         self.cluster = cluster_properties(settings, policy.cluster)
         self._profiles: dict[str, dict[str, str]] = {}
         self.events = 0
+        self._simulated_s = 0.0
 
     def _boot(self, rng: random.Random, pod: Obj) -> float:
         low, high = self.settings.boot_bounds_s
@@ -291,6 +292,24 @@ class Simulation:
 
     def run(self) -> PolicyResult:
         started = time.perf_counter()
+        self._play()
+        return self._result(time.perf_counter() - started)
+
+    def run_by_profile(self) -> dict[str, PolicyResult]:
+        """One run of every profile of the trace together, its figures split by profile (run_summary.Part):
+        for a policy under which profiles share nothing, as one pod per job."""
+        started = time.perf_counter()
+        self._play()
+        wall_s = time.perf_counter() - started
+        counts: dict[str, int] = {}
+        for job in self.trace:
+            counts[job.profile] = counts.get(job.profile, 0) + 1
+        return {
+            profile: self._result(wall_s, Part(self.policy.elastic_properties(profile)["Image"], jobs))
+            for profile, jobs in sorted(counts.items())
+        }
+
+    def _play(self) -> None:
         clock, model, kubelet, plugin = self.clock, self.model, self.kubelet, self.plugin
         origin = clock.now()
         pending = self.trace
@@ -338,18 +357,22 @@ class Simulation:
             plugin.settle()
             self._kubelet_step(now)
             self.events += 1
+        self._simulated_s = clock.now() - origin
+
+    def _result(self, wall_s: float, part: Part | None = None) -> PolicyResult:
         result = summarize(
             self.policy.name,
-            model,
+            self.model,
             self.tracker,
-            jobs=count,
-            end=clock.now(),
+            jobs=len(self.trace),
+            end=self.clock.now(),
             resend_s=self.settings.resend_s,
-            wall_s=time.perf_counter() - started,
+            wall_s=wall_s,
             events=self.events,
-            simulated_s=clock.now() - origin,
+            simulated_s=self._simulated_s,
+            part=part,
         )
-        result.plugin_calls, result.plugin_time_s = plugin.timings()
+        result.plugin_calls, result.plugin_time_s = self.plugin.timings()
         return result
 
     def _kubelet_step(self, now: float) -> None:
@@ -378,6 +401,11 @@ Run = tuple[Sequence[TraceJob], Policy, SimSettings | None]
 def simulate(run: Run) -> PolicyResult:
     trace, policy, settings = run
     return Simulation(trace, policy, settings).run()
+
+
+def simulate_by_profile(run: Run) -> dict[str, PolicyResult]:
+    trace, policy, settings = run
+    return Simulation(trace, policy, settings).run_by_profile()
 
 
 def simulate_all(
