@@ -68,7 +68,8 @@ def search_flat(rows: Sequence[Sequence[str]], levels: Sequence[Meets], run: Run
             if label not in results
         }
         skipped |= _climb(rows, firsts, meets, results, ensure)
-        return SearchOutcome(results, skipped)
+        # A candidate run while an earlier level was searched is kept, whatever this level says of it.
+        return SearchOutcome(results, {label: why for label, why in skipped.items() if label not in results})
     ensure([label for row in rows for label in row])
     return SearchOutcome(results, {})
 
@@ -108,7 +109,7 @@ def _climb(
     skipped: dict[str, str] = {}
     at = {index: first for index, first in enumerate(firsts) if first is not None}
     while at:
-        best = min(cost(r) for label, r in results.items() if meets(r) and _in_rows(label, rows))
+        best = min(cost(r) for r in results.values() if meets(r))
         step: dict[int, int] = {}
         for index, k in at.items():
             row = rows[index]
@@ -126,7 +127,3 @@ def _climb(
         ensure([rows[index][k] for index, k in step.items()])
         at = step
     return skipped
-
-
-def _in_rows(label: str, rows: Sequence[Sequence[str]]) -> bool:
-    return any(label in row for row in rows)
