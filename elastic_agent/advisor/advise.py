@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,10 +29,11 @@ from typing import Any
 from tqdm import tqdm
 
 from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
 from elastic_agent.advisor.search import SearchOutcome, search_flat
 from elastic_agent.advisor.workload import TraceJob, describe, read_trace
-from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, simulate, simulate_by_profile
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate, simulate_by_profile
 from profiles.quantities import parse_duration
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")
@@ -123,42 +123,6 @@ def choose(
     return min(candidates, key=lambda c: (c.result.wait_mean, c.cost)), "missed"
 
 
-class Runner:
-    """Runs simulations, side by side in `workers` processes (one pool for the whole advice), and tells
-    `done` of each result. Thread-safe: each profile's search may wait on its own runs meanwhile."""
-
-    def __init__(self, workers: int = 1, done: Callable[[PolicyResult], None] | None = None) -> None:
-        self._pool = concurrent.futures.ProcessPoolExecutor(workers) if workers > 1 else None
-        self._done = done
-        self._lock = threading.Lock()
-        self.runs = 0
-
-    def submit(self, run: Run, call: Callable[[Run], Any] = simulate) -> concurrent.futures.Future[Any]:
-        if self._pool is not None:
-            future = self._pool.submit(call, run)
-        else:
-            future = concurrent.futures.Future()
-            future.set_result(call(run))
-        future.add_done_callback(self._report)
-        return future
-
-    def run_all(self, runs: Sequence[Run]) -> list[PolicyResult]:
-        return [future.result() for future in [self.submit(run) for run in runs]]
-
-    def _report(self, future: concurrent.futures.Future[Any]) -> None:
-        with self._lock:
-            self.runs += 1
-            result = future.result()
-            if isinstance(result, dict):  # a run split by profile: one run, the same wall time in each
-                result = next(iter(result.values()))
-            if self._done is not None:
-                self._done(result)
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-
-
 BASELINE = Policy("one pod per job", {"Reuse": "false"})
 
 
@@ -204,7 +168,7 @@ def advise_profile(
     if runner is None:
         runner = Runner(workers, _reporting(profile, progress))
     try:
-        base = baseline or runner.submit((jobs, BASELINE, settings)).result
+        base = baseline or runner.submit(simulate, (jobs, BASELINE, settings)).result
         knobs = {
             flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
             for t in idle_timeouts
@@ -214,10 +178,11 @@ def advise_profile(
         others = [(s.label, s.properties(), s) for s in schedules]
         others += [(label, dict(properties), None) for label, properties in extra]
         # Candidates with no exact bound on their cost are always run, side by side with the search.
-        other_runs = [runner.submit((jobs, Policy(label, k), settings)) for label, k, _ in others]
+        other_runs = [runner.submit(simulate, (jobs, Policy(label, k), settings)) for label, k, _ in others]
 
         def run(labels: Sequence[str]) -> dict[str, PolicyResult]:
-            done = runner.run_all([(jobs, Policy(label, knobs[label]), settings) for label in labels])
+            runs = [(jobs, Policy(label, knobs[label]), settings) for label in labels]
+            done = runner.run_all(simulate, runs)
             return dict(zip(labels, done, strict=True))
 
         if exhaustive:
@@ -400,7 +365,7 @@ def run_advisor(
         try:
             # One pod per job shares nothing between profiles: one run of the whole trace is every
             # profile's baseline.
-            baselines = runner.submit((jobs_all, BASELINE, settings), simulate_by_profile)
+            baselines = runner.submit(simulate_by_profile, (jobs_all, BASELINE, settings))
 
             def advise(profile: str) -> ProfileAdvice:
                 demand, proposed = proposals[profile]
