@@ -20,14 +20,23 @@ so that building the command line (for `serve` too) loads no simulation module.
 
 from __future__ import annotations
 
+import concurrent.futures
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tqdm import tqdm
 
 from elastic_agent.advisor.holdout import split_trace
 from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.advisor.search import SearchOutcome, search_flat
 from elastic_agent.advisor.workload import TraceJob, describe, read_trace
-from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, simulate_all
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate, simulate_by_profile
+from profiles.quantities import parse_duration
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")
 DEFAULT_MIN_IDLE = (0, 1)
@@ -71,6 +80,7 @@ class ProfileAdvice:
     demand: Demand | None = None
     p95_target: float | None = None
     verdict: str = "met"  # or "p95 relaxed", "missed": see choose()
+    skipped: Mapping[str, str] = field(default_factory=dict)  # flat candidates not run: why (search.py)
 
 
 def frontier(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -92,6 +102,13 @@ def flat_label(timeout: str, warm: int) -> str:
     return f"IdleTimeout={timeout} MinIdlePods={warm}"
 
 
+def meets(r: PolicyResult, baseline: PolicyResult, target: float, p95: float | None) -> bool:
+    """Whether a result meets the wait targets: the mean against the baseline's, the p95 (when given),
+    and no job waiting past the re-send period."""
+    fast = p95 is None or r.wait_p95 <= p95
+    return r.wait_mean <= target * baseline.wait_mean and fast and r.waited_past_resend == 0
+
+
 def choose(
     candidates: Sequence[Candidate], baseline: PolicyResult, target: float, p95_target: float | None
 ) -> tuple[Candidate, str]:
@@ -99,18 +116,33 @@ def choose(
     candidate reaches, the cheapest meeting the others ("p95 relaxed": a few seconds of p95 are not
     worth any price); else the one that waits least ("missed")."""
 
-    def meets(c: Candidate, p95: float | None) -> bool:
-        r = c.result
-        fast = p95 is None or r.wait_p95 <= p95
-        return r.wait_mean <= target * baseline.wait_mean and fast and r.waited_past_resend == 0
-
     for p95, verdict in ((p95_target, "met"), (None, "p95 relaxed")):
-        good = [c for c in candidates if meets(c, p95)]
+        good = [c for c in candidates if meets(c.result, baseline, target, p95)]
         if good:
             return min(good, key=lambda c: (c.cost, c.result.wait_mean)), verdict
     if p95_target is not None:
         return min(candidates, key=lambda c: (c.result.wait_p95, c.result.wait_mean, c.cost)), "missed"
     return min(candidates, key=lambda c: (c.result.wait_mean, c.cost)), "missed"
+
+
+BASELINE = Policy("one pod per job", {"Reuse": "false"})
+
+
+def flat_rows(idle_timeouts: Sequence[str], min_idle: Sequence[int]) -> list[list[str]]:
+    """The flat candidates' labels, one row per MinIdlePods, by ascending IdleTimeout (search.py)."""
+    ordered = sorted(idle_timeouts, key=parse_duration)
+    return [[flat_label(t, w) for t in ordered] for w in min_idle]
+
+
+def _meets_levels(
+    baseline: Callable[[], PolicyResult], target: float, p95_target: float | None
+) -> list[Callable[[PolicyResult], bool]]:
+    """choose()'s levels of targets, as predicates on one result (the baseline read when first needed)."""
+
+    def level(p95: float | None) -> Callable[[PolicyResult], bool]:
+        return lambda r: meets(r, baseline(), target, p95)
+
+    return [level(p95_target), level(None)] if p95_target is not None else [level(None)]
 
 
 def advise_profile(
@@ -126,34 +158,57 @@ def advise_profile(
     schedules: Sequence[ScheduleProposal] = (),
     p95_target: float | None = None,
     demand: Demand | None = None,
+    baseline: Callable[[], PolicyResult] | None = None,
+    runner: Runner | None = None,
+    exhaustive: bool = False,
+    extra: Sequence[tuple[str, Mapping[str, str]]] = (),
 ) -> ProfileAdvice:
-    flat = [
-        (flat_label(t, w), {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)})
-        for t in idle_timeouts
-        for w in min_idle
-    ]
-    tried: list[tuple[str, dict[str, str], ScheduleProposal | None]] = [
-        (label, knobs, None) for label, knobs in flat
-    ]
-    tried += [(s.label, s.properties(), s) for s in schedules]
-    runs: list[Run] = [(jobs, Policy("one pod per job", {"Reuse": "false"}), settings)]
-    runs += [(jobs, Policy(label, knobs), settings) for label, knobs, _ in tried]
+    """One profile's advice. `baseline`: gives its one-pod-per-job figures, waiting for them if they are
+    under way (else they are run here on its jobs alone); `exhaustive`: run every flat candidate rather
+    than search.py's few; `extra`: more candidates, always run as schedules are (prediction_candidates)."""
+    own = runner is None
+    if runner is None:
+        runner = Runner(workers, _reporting(profile, progress))
+    try:
+        base = baseline or runner.submit(simulate, (jobs, BASELINE, settings)).result
+        knobs = {
+            flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
+            for t in idle_timeouts
+            for w in min_idle
+        }
+        others: list[tuple[str, dict[str, str], ScheduleProposal | None]]
+        others = [(s.label, s.properties(), s) for s in schedules]
+        others += [(label, dict(properties), None) for label, properties in extra]
+        # Candidates with no exact bound on their cost are always run, side by side with the search.
+        other_runs = [runner.submit(simulate, (jobs, Policy(label, k), settings)) for label, k, _ in others]
 
-    def done(result: PolicyResult) -> None:
-        if progress:
-            progress(f"  {profile}: {result.policy}: {result.wall_s:.1f} s")
+        def run(labels: Sequence[str]) -> dict[str, PolicyResult]:
+            runs = [(jobs, Policy(label, knobs[label]), settings) for label in labels]
+            done = runner.run_all(simulate, runs)
+            return dict(zip(labels, done, strict=True))
 
-    baseline, *results = simulate_all(runs, workers, done)
-    candidates = [
-        Candidate(label, knobs, result, schedule)
-        for (label, knobs, schedule), result in zip(tried, results, strict=True)
-    ]
-    recommended, verdict = choose(candidates, baseline, target, p95_target)
-    best_flat, _ = choose(candidates[: len(flat)], baseline, target, p95_target)
+        if exhaustive:
+            found = SearchOutcome(run(list(knobs)), {})
+        else:
+            levels = _meets_levels(base, target, p95_target)
+            found = search_flat(flat_rows(idle_timeouts, min_idle), levels, run)
+        flat = [
+            Candidate(label, knobs[label], found.results[label]) for label in knobs if label in found.results
+        ]
+        candidates = flat + [
+            Candidate(label, k, future.result(), schedule)
+            for (label, k, schedule), future in zip(others, other_runs, strict=True)
+        ]
+        baseline_result = base()
+    finally:
+        if own:
+            runner.close()
+    recommended, verdict = choose(candidates, baseline_result, target, p95_target)
+    best_flat, _ = choose(flat, baseline_result, target, p95_target)
     return ProfileAdvice(
         profile,
         len(jobs),
-        baseline,
+        baseline_result,
         candidates,
         frontier(candidates),
         recommended,
@@ -162,7 +217,16 @@ def advise_profile(
         demand,
         p95_target,
         verdict,
+        found.skipped,
     )
+
+
+def _reporting(profile: str, progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
+    def done(result: PolicyResult) -> None:
+        if progress:
+            progress(f"  {profile}: {result.policy}: {result.wall_s:.1f} s")
+
+    return done
 
 
 def _targets_text(target: float, p95_target: float | None, resend_s: float) -> str:
@@ -194,6 +258,9 @@ def render(advice: ProfileAdvice, target: float, resend_s: float = 120.0) -> str
             f"{r.waited_past_resend} | {r.idle_pod_s_per_job:.1f} | {c.cost:.1f} | {r.registrations_refused} "
             f"| {mark} |"
         )
+    if advice.skipped:
+        lines += ["", "Not run (they cannot be the recommendation; `--exhaustive` runs them):"]
+        lines += [f"- {label}: {why}" for label, why in advice.skipped.items()]
     wanted = _targets_text(target, advice.p95_target, resend_s)
     if advice.verdict == "met":
         why = f"the cheapest candidate with {wanted}"
@@ -247,6 +314,20 @@ def summary(advices: Sequence[ProfileAdvice]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PREDICTION_CANDIDATES = False  # on once the backend knows `Predict=true` (issue 25's prediction)
+
+
+def prediction_candidates(
+    idle_timeouts: Sequence[str], how_many: int = 2
+) -> list[tuple[str, dict[str, str]]]:
+    """`Predict=true` with the cheapest flat IdleTimeouts: run like schedules, with no bound on their cost."""
+    cheapest = sorted(idle_timeouts, key=parse_duration)[:how_many]
+    return [
+        (f"Predict=true IdleTimeout={t}", {"Reuse": "true", "Predict": "true", "IdleTimeout": t})
+        for t in cheapest
+    ]
+
+
 def run_advisor(
     trace_path: str,
     *,
@@ -262,7 +343,10 @@ def run_advisor(
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
     learn_days: int | None = None,
+    exhaustive: bool = False,
+    bar: bool = False,
 ) -> int:
+    """`bar`: a progress bar on stderr (tqdm), counting simulations."""
     trace = read_trace(trace_path)
     jobs_all = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs_all:
@@ -276,43 +360,87 @@ def run_advisor(
     settings = SimSettings(
         seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
     )
-    advices: list[ProfileAdvice] = []
-    for profile in sorted({job.profile for job in jobs_all}):
-        jobs = [job for job in jobs_all if job.profile == profile]
-        demand = proposals = None
-        if schedules.enabled:
-            demand = analyse(
-                split.learning(jobs),
-                trace.origin,
-                schedules.timezone,
-                refill_window_s=settings.boot_median_s + settings.ping_s,
-                busy_share=schedules.busy_share,
-            )
-            proposals = propose(
-                demand,
-                quantiles=schedules.quantiles,
-                busy_idle_timeouts=schedules.busy_idle_timeouts,
-                plain_idle_timeouts=schedules.plain_idle_timeouts,
-            )
-        advice = advise_profile(
-            profile,
-            jobs,
-            settings,
-            idle_timeouts,
-            min_idle,
-            target,
-            progress,
-            workers=workers,
-            schedules=proposals or (),
-            p95_target=p95_target,
-            demand=demand,
-        )
+    by_profile: dict[str, list[TraceJob]] = {}
+    for job in jobs_all:
+        by_profile.setdefault(job.profile, []).append(job)
+    profiles = sorted(by_profile)
+    # Schedules learn on the learning days only; every candidate is judged on the rest (holdout.py).
+    proposals = {
+        p: _schedules(split.learning(by_profile[p]), trace.origin, settings, schedules) for p in profiles
+    }
+    extra = prediction_candidates(idle_timeouts) if PREDICTION_CANDIDATES else []
+    most = 1 + sum(len(idle_timeouts) * len(min_idle) + len(proposals[p][1]) + len(extra) for p in profiles)
+    with tqdm(total=most, unit="run", desc="simulations", disable=not bar, file=sys.stderr) as shown:
+        runner = Runner(workers, _counting(shown, progress))
+        try:
+            # One pod per job shares nothing between profiles: one run of the whole trace is every
+            # profile's baseline.
+            baselines = runner.submit(simulate_by_profile, (jobs_all, BASELINE, settings))
+
+            def advise(profile: str) -> ProfileAdvice:
+                demand, proposed = proposals[profile]
+                advice = advise_profile(
+                    profile,
+                    by_profile[profile],
+                    settings,
+                    idle_timeouts,
+                    min_idle,
+                    target,
+                    schedules=proposed,
+                    p95_target=p95_target,
+                    demand=demand,
+                    baseline=lambda: baselines.result()[profile],
+                    runner=runner,
+                    exhaustive=exhaustive,
+                    extra=extra,
+                )
+                if advice.skipped and shown.total is not None:
+                    shown.total -= len(advice.skipped)
+                    shown.refresh()
+                return advice
+
+            # Each profile's search waits on its own runs: side by side, they keep the workers busy.
+            with concurrent.futures.ThreadPoolExecutor(max(1, min(workers, len(profiles)))) as threads:
+                advices = list(threads.map(advise, profiles))
+        finally:
+            runner.close()
+    for advice in advices:
         out(render(advice, target, settings.resend_s))
-        advices.append(advice)
     out(summary(advices))
     out(
         "Cost is pod-seconds spent booting or idle per job; wait is from scheduling to assignment. "
-        "Each profile was simulated alone with this trace's arrivals, pods booting in about "
+        "Each profile was simulated alone with this trace's arrivals (one pod per job: the whole trace at "
+        "once, its figures split by profile), pods booting in about "
         f"{settings.boot_median_s:g} s, agents polling every {settings.poll_interval_s:g} s."
     )
     return 0
+
+
+def _schedules(
+    jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
+) -> tuple[Demand | None, list[ScheduleProposal]]:
+    if not options.enabled:
+        return None, []
+    demand = analyse(
+        jobs,
+        origin,
+        options.timezone,
+        refill_window_s=settings.boot_median_s + settings.ping_s,
+        busy_share=options.busy_share,
+    )
+    proposals = propose(
+        demand,
+        quantiles=options.quantiles,
+        busy_idle_timeouts=options.busy_idle_timeouts,
+        plain_idle_timeouts=options.plain_idle_timeouts,
+    )
+    return demand, list(proposals)
+
+
+def _counting(shown: tqdm[Any], progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
+    def done(result: PolicyResult) -> None:
+        shown.update(1)
+        if progress:
+            progress(f"  {result.policy}: {result.wall_s:.1f} s")
+
+    return done

@@ -74,6 +74,13 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
     advise.add_argument("--seed", type=int, default=1)
     advise.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="run every flat candidate (the reference) instead of the search that runs only those that "
+        "could be recommended",
+    )
+    advise.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    advise.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
     )
 
@@ -97,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
             max_jobs=args.max_jobs,
             workers=args.workers,
             learn_days=_learn_days(args.learn_days),
+            exhaustive=args.exhaustive,
+            bar=not args.quiet and sys.stderr.isatty(),
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)

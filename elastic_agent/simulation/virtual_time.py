@@ -41,7 +41,7 @@ from elastic_agent.simulation.inprocess_cluster import (
     store_cluster_factory,
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
-from elastic_agent.simulation.run_summary import PodTracker, summarize
+from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
 from profiles.quantities import parse_duration
 from profiles.schedule import parse_schedule
 
@@ -269,6 +269,8 @@ class Simulation:
         self.cluster = cluster_properties(settings, policy.cluster)
         self._profiles: dict[str, dict[str, str]] = {}
         self.events = 0
+        self._simulated_s = 0.0
+        self._origin = settings.start
 
     def _boot(self, rng: random.Random, pod: Obj) -> float:
         low, high = self.settings.boot_bounds_s
@@ -294,6 +296,24 @@ class Simulation:
 
     def run(self) -> PolicyResult:
         started = time.perf_counter()
+        self._play()
+        return self._result(time.perf_counter() - started)
+
+    def run_by_profile(self) -> dict[str, PolicyResult]:
+        """One run of every profile of the trace together, its figures split by profile (run_summary.Part):
+        for a policy under which profiles share nothing, as one pod per job."""
+        started = time.perf_counter()
+        self._play()
+        wall_s = time.perf_counter() - started
+        counts: dict[str, int] = {}
+        for job in self.trace:
+            counts[job.profile] = counts.get(job.profile, 0) + 1
+        return {
+            profile: self._result(wall_s, Part(self.policy.elastic_properties(profile)["Image"], jobs))
+            for profile, jobs in sorted(counts.items())
+        }
+
+    def _play(self) -> None:
         clock, model, kubelet, plugin = self.clock, self.model, self.kubelet, self.plugin
         origin = clock.now()
         pending = self.trace
@@ -341,22 +361,35 @@ class Simulation:
             plugin.settle()
             self._kubelet_step(now)
             self.events += 1
+        self._origin = origin
+        self._simulated_s = clock.now() - origin
+
+    def _result(self, wall_s: float, part: Part | None = None) -> PolicyResult:
         judged_from = self.settings.judged_from_s
+        counted = [
+            job
+            for job in self.trace
+            if job.at >= judged_from
+            and (part is None or self.policy.elastic_properties(job.profile)["Image"] == part.image)
+        ]
+        if part is not None:
+            part = Part(part.image, len(counted))
         result = summarize(
             self.policy.name,
-            model,
+            self.model,
             self.tracker,
-            jobs=count if judged_from <= 0 else sum(1 for job in pending if job.at >= judged_from),
-            end=clock.now(),
+            jobs=len(counted),
+            end=self.clock.now(),
             resend_s=self.settings.resend_s,
-            wall_s=time.perf_counter() - started,
+            wall_s=wall_s,
             events=self.events,
-            simulated_s=clock.now() - origin,
-            count_from=origin + judged_from if judged_from > 0 else None,
+            simulated_s=self._simulated_s,
+            part=part,
+            count_from=self._origin + judged_from if judged_from > 0 else None,
         )
-        result.plugin_calls, result.plugin_time_s = plugin.timings()
-        if isinstance(plugin, ProjectPlugin):
-            totals = plugin.backend.backend.prediction_totals()
+        result.plugin_calls, result.plugin_time_s = self.plugin.timings()
+        if isinstance(self.plugin, ProjectPlugin):
+            totals = self.plugin.backend.backend.prediction_totals()
             result.predicted_started, result.predicted_hits = totals["started"], totals["hit"]
             result.predicted_other_job, result.predicted_idled_out = totals["other_job"], totals["idled_out"]
             result.predicted_without_key = totals["without_key"]
@@ -388,6 +421,11 @@ Run = tuple[Sequence[TraceJob], Policy, SimSettings | None]
 def simulate(run: Run) -> PolicyResult:
     trace, policy, settings = run
     return Simulation(trace, policy, settings).run()
+
+
+def simulate_by_profile(run: Run) -> dict[str, PolicyResult]:
+    trace, policy, settings = run
+    return Simulation(trace, policy, settings).run_by_profile()
 
 
 def simulate_all(
