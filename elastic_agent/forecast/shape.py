@@ -9,9 +9,10 @@ often it came true against how many runs of its stage were judged (followed, or 
 past the expected time), so that an edge seen once, or rarely true, does not start pods.
 
 Downstream pipelines: GoCD schedules a pipeline whose dependency material is another pipeline's stage
-once that stage passed (gocd/gocd server/.../materials/DependencyMaterialUpdateNotifier.stageStatusChanged
-updates the dependency material when the stage's result is Passed; the build cause producer then
-schedules the downstream pipeline at its next tick, every few seconds). So a pipeline run whose first
+once that stage passed (gocd/gocd server/src/main/java/com/thoughtworks/go/server/materials/
+DependencyMaterialUpdateNotifier.stageStatusChanged updates the dependency material when the stage's
+result is Passed; PipelineScheduler then posts a ScheduleCheckMessage and the build cause producer
+(scheduling/BuildCauseProducerService) schedules the downstream pipeline). So a pipeline run whose first
 stage begins within DOWNSTREAM_S of another pipeline's stage run completing its last job is learned as
 an edge (P, S) -> (Q, first stage), with the same came-true counting: a pipeline that merely starts
 near another's end now and then does not fire.
