@@ -277,3 +277,49 @@ def test_a_config_map_the_role_does_not_allow_is_a_health_warning_and_prediction
     warnings = [m.message for m in simulation.model.health_messages if m.type == "warning"]
     assert any("Predict cannot read what it learned" in m and "configmaps get, create and update" in m
                for m in warnings), warnings  # fmt: skip
+
+
+def upstream_and_downstream(coincidence_only: bool = False) -> list[TraceJob]:
+    """Pipeline `up` (stage `build`, 2 jobs of 60 s) triggers `down` (stage `deploy`, 4 jobs of 30 s)
+    about 10 s after build passed (a 20 s boot, 60 s jobs), as GoCD does for a dependency material.
+    `coincidence_only`: `down` runs at other times; only its first run begins 10 s after a build ended."""
+    jobs: list[TraceJob] = []
+    for run in range(RUNS):
+        at, counter = 10.0 + run * PERIOD_S, run + 1
+        for n in range(2):
+            jobs.append(TraceJob(at, "java", None, "up", 60.0, counter, "build", 1, f"compile-{n}"))
+        later = at + 95.0 if not coincidence_only or run == 0 else at + 240.0
+        for n in range(4):
+            jobs.append(TraceJob(later, "java", None, "down", 30.0, counter, "deploy", 1, f"deploy-{n}"))
+    return jobs
+
+
+def test_an_upstream_pipeline_that_passes_has_its_downstream_first_stage_pods_started_ahead() -> None:
+    replay = simulate(upstream_and_downstream(), PREDICT)
+    result, plain = replay.result, simulate(upstream_and_downstream(), NO_PREDICT).result
+    assert result.violations == [] and result.plugin_errors == [] and result.registrations_refused == 0
+    assert result.completed == len(upstream_and_downstream())
+    # From the run after the edge came true MIN_CAME_TRUE times: the 2 pods deploy needs beyond build's 2.
+    assert result.predicted_started == 2 * (RUNS - MIN_CAME_TRUE)
+    assert result.predicted_hits == result.predicted_started
+    assert {a[labels.ANN_PREDICTED_FOR] for a in ahead(replay).values()} == {"down/deploy"}
+    assert result.wait_mean < plain.wait_mean
+    backend = replay.simulation.plugin.backend.backend  # type: ignore[attr-defined]
+    view = render_plugin_status(backend.pools(), [], backend.clock, None, backend.forecast.rows())
+    assert 'data-edge="up/build->down/deploy" data-fires="true"' in view
+
+
+def test_a_pipeline_that_once_starts_near_another_ones_end_does_not_fire() -> None:
+    replay = simulate(upstream_and_downstream(coincidence_only=True), PREDICT)
+    assert replay.result.predicted_started == 0 and replay.result.predicted_without_key == 0
+    edge = replay.simulation.plugin.backend.backend.forecast.shape.stages[("up", "build")].edges  # type: ignore[attr-defined]
+    assert edge["down/deploy"].came_true == 1
+
+
+def test_a_downstream_edge_survives_the_config_map_round_trip() -> None:
+    replay = simulate(upstream_and_downstream(), PREDICT)
+    name = config_map_name(replay.simulation.model.server_info()["server_id"])
+    data = replay.simulation.store.config_maps.get("ci", name)["data"]
+    edge = from_data(data).stages[("up", "build")].edges["down/deploy"]
+    assert (edge.pipeline, edge.next_stage, edge.came_true) == ("down", "deploy", RUNS)
+    assert edge.after_done_s == pytest.approx(10.0, abs=5.0)

@@ -156,9 +156,9 @@ class Forecaster:
                     continue
                 prediction = started.prediction
                 self.pods[name] = AheadPod(
-                    pool.identity.cluster, prediction.pipeline, prediction.next_stage, now
+                    pool.identity.cluster, prediction.next_pipeline, prediction.next_stage, now
                 )
-                self.scores.setdefault(prediction.pipeline, Score()).started += 1
+                self.scores.setdefault(prediction.next_pipeline, Score()).started += 1
             for run, lacked in ahead.without_key.items():
                 more = lacked - self._lacked.get(run, 0)
                 if more > 0:
@@ -254,9 +254,12 @@ class Forecaster:
                         continue
                     best = stage.best()
                     for edge in sorted(stage.edges.values(), key=lambda e: -e.came_true):
-                        following = self.shape.stages.get((pipeline, edge.next_stage))
+                        following = self.shape.stages.get(edge.target(pipeline))
+                        here, there = stage_name, edge.next_stage
+                        if edge.pipeline is not None:  # a downstream pipeline: both named
+                            here, there = f"{pipeline}/{stage_name}", f"{edge.pipeline}/{edge.next_stage}"
                         edges.append(LearnedEdge(
-                            stage_name, edge.next_stage, edge.came_true, stage.judged,
+                            here, there, edge.came_true, stage.judged,
                             _fanout(following) if following else "not known yet", _delay(edge), edge is best,
                         ))  # fmt: skip
                 score = self.scores.get(pipeline, Score())

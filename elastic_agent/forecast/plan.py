@@ -40,7 +40,7 @@ class AheadPlan:
 
 def predicted_for(prediction: Prediction) -> str:
     """The pod's annotation: the pipeline and stage it was started for (names only, no secret)."""
-    return f"{prediction.pipeline}/{prediction.next_stage}"
+    return f"{prediction.next_pipeline}/{prediction.next_stage}"
 
 
 def start_ahead(state: PoolState, predictions: Sequence[Prediction], now: float, lead_s: float) -> AheadPlan:
@@ -76,7 +76,8 @@ def start_ahead(state: PoolState, predictions: Sequence[Prediction], now: float,
                 token = object()  # unique: concurrent plans never share a reservation
                 said = (
                     f"started pod {{pod}} ahead of stage {prediction.next_stage} of pipeline "
-                    f"{prediction.pipeline}: it usually follows stage {prediction.stage}"
+                    f"{prediction.next_pipeline}: it usually follows stage {prediction.stage} of pipeline "
+                    f"{prediction.pipeline}"
                 )
                 annotations = {labels.ANN_PREDICTED_FOR: predicted_for(prediction)}
                 intents += [

@@ -8,6 +8,15 @@ nothing of a job's result: a failed stage shows as a successor that never came. 
 often it came true against how many runs of its stage were judged (followed, or left without a successor
 past the expected time), so that an edge seen once, or rarely true, does not start pods.
 
+Downstream pipelines: GoCD schedules a pipeline whose dependency material is another pipeline's stage
+once that stage passed (gocd/gocd server/src/main/java/com/thoughtworks/go/server/materials/
+DependencyMaterialUpdateNotifier.stageStatusChanged updates the dependency material when the stage's
+result is Passed; PipelineScheduler then posts a ScheduleCheckMessage and the build cause producer
+(scheduling/BuildCauseProducerService) schedules the downstream pipeline). So a pipeline run whose first
+stage begins within DOWNSTREAM_S of another pipeline's stage run completing its last job is learned as
+an edge (P, S) -> (Q, first stage), with the same came-true counting: a pipeline that merely starts
+near another's end now and then does not fire.
+
 Pure: times come in as arguments, nothing is read from a clock, nothing is called.
 """
 
@@ -24,6 +33,7 @@ MIN_RATE = 0.5  # and in at least this share of the judged runs of its stage
 LATE_S = 120.0  # a successor not scheduled this long after its expected time did not come
 FORGET_S = 6 * 3600.0  # a run with no learned successor is forgotten this long after it started
 MAX_RUNS = 4096  # open stage runs tracked at most (the oldest go first)
+DOWNSTREAM_S = 30.0  # a pipeline's first stage this soon after another's stage completed may follow it
 WEIGHT = 0.3  # each new delay's share of the running estimate (recent runs count most)
 
 StageKey = tuple[str, str]  # (pipeline, stage)
@@ -38,6 +48,11 @@ class Edge:
     came_true: int = 0
     after_start_s: float = 0.0  # from this stage's first job to the next stage's first job
     after_done_s: float | None = None  # from this stage's last job-completion to the next stage's start
+    pipeline: str | None = None  # a downstream pipeline whose first stage is next_stage (None: this one)
+
+    def target(self, pipeline: str) -> StageKey:
+        """The (pipeline, stage) that follows, for an edge of a stage of `pipeline`."""
+        return (self.pipeline or pipeline, self.next_stage)
 
     def learn(self, after_start_s: float, after_done_s: float | None) -> None:
         first = self.came_true == 0
@@ -73,6 +88,7 @@ class Run:
     jobs: dict[int, str] = field(default_factory=dict)  # job id -> fingerprint
     done: set[int] = field(default_factory=set)
     last_done: float | None = None
+    followed: bool = False  # a downstream pipeline followed it: nothing is predicted from it any more
 
     @property
     def complete(self) -> bool:
@@ -92,6 +108,7 @@ class Prediction:
     pipeline: str
     stage: str  # the stage running now
     next_stage: str
+    next_pipeline: str  # the pipeline of next_stage: this one, or a downstream pipeline
     at: float  # when the next stage's jobs are expected
     fanout: dict[str, int]  # fingerprint -> jobs the next stage schedules
     freeing: dict[str, int]  # fingerprint -> this stage's jobs still running (their pods come free)
@@ -116,7 +133,10 @@ class Shape:
         learned = False
         if run is None:
             run = self.runs[key] = Run(now)
+            first = (key[0], key[1]) not in self._latest
             learned = self._follows(key, now)
+            if first:
+                learned = self._downstream(key, now) or learned
             self.stages.setdefault((key[0], key[2]), Stage()).fanout = {}
             while len(self.runs) > MAX_RUNS:
                 self.runs.popitem(last=False)
@@ -147,6 +167,22 @@ class Shape:
         del self.runs[previous_key]
         return True
 
+    def _downstream(self, key: RunKey, now: float) -> bool:
+        """A pipeline run's first stage began: every other pipeline's stage run that completed its last
+        job within DOWNSTREAM_S may have triggered it (counting sorts out the coincidences)."""
+        learned = False
+        for other_key, other in self.runs.items():
+            if other_key[0] == key[0] or other.followed or not other.complete or other.last_done is None:
+                continue
+            if not 0.0 <= now - other.last_done <= DOWNSTREAM_S:
+                continue
+            stage = self.stages.setdefault((other_key[0], other_key[2]), Stage())
+            edge = stage.edges.setdefault(f"{key[0]}/{key[2]}", Edge(key[2], pipeline=key[0]))
+            edge.learn(now - other.started, now - other.last_done)
+            other.followed = True  # judged once, when it is over (or followed in its own pipeline)
+            learned = True
+        return learned
+
     def completed(self, job: JobIdentifier, now: float) -> bool:
         """A job-completion. True when it was the last job of a run whose successor may fire: the moment
         the next stage's expected time is surest."""
@@ -162,7 +198,7 @@ class Shape:
     def expected(self, key: RunKey, run: Run) -> tuple[Edge, float] | None:
         """The successor a run's stage predicts, and when it is expected, if it may fire."""
         stage = self.stages.get((key[0], key[2]))
-        edge = stage.best() if stage is not None else None
+        edge = stage.best() if stage is not None and not run.followed else None
         if edge is None:
             return None
         if run.complete and run.last_done is not None and edge.after_done_s is not None:
@@ -184,10 +220,11 @@ class Shape:
             if now > at + LATE_S:
                 self._judge_miss(key)
                 continue
-            following = self.stages.get((key[0], edge.next_stage))
+            target = edge.target(key[0])
+            following = self.stages.get(target)
             if following is None or not following.fanout:
                 continue
-            found.append(Prediction(key[0], key[2], edge.next_stage, at, dict(following.fanout),
+            found.append(Prediction(key[0], key[2], edge.next_stage, target[0], at, dict(following.fanout),
                                     run.running(), key))  # fmt: skip
         found.sort(key=lambda p: p.at)
         return found

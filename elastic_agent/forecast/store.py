@@ -8,6 +8,8 @@ prediction starts that fingerprint's pods from then on. Stage runs in progress a
 run that was open at the restart is simply not predicted from.
 
 The ConfigMap holds one key, `shape.json`, versioned so that a later encoding can tell this one apart.
+An edge to a downstream pipeline carries that pipeline's name (`pipeline`); an edge without it is one
+of the same pipeline, so a ConfigMap written before downstream edges reads as it did.
 A ConfigMap that cannot be read (another version, damaged by hand) is ignored with a log line: the shape
 is learned again in a few runs.
 """
@@ -43,7 +45,7 @@ def to_data(shape: Shape, fingerprints: Collection[str] | None = None) -> dict[s
         if fingerprints is None or set(stage.fanout) & set(fingerprints)
     }
     for key, stage in shape.stages.items():
-        if any((key[0], edge.next_stage) in kept for edge in stage.edges.values()):
+        if any(edge.target(key[0]) in kept for edge in stage.edges.values()):
             kept.add(key)
     stages = [
         {
@@ -57,11 +59,12 @@ def to_data(shape: Shape, fingerprints: Collection[str] | None = None) -> dict[s
             "next": [
                 {
                     "stage": edge.next_stage,
+                    **({} if edge.pipeline is None else {"pipeline": edge.pipeline}),
                     "came_true": edge.came_true,
                     "after_start_s": round(edge.after_start_s, 3),
                     "after_done_s": None if edge.after_done_s is None else round(edge.after_done_s, 3),
                 }
-                for edge in sorted(stage.edges.values(), key=lambda e: e.next_stage)
+                for edge in sorted(stage.edges.values(), key=lambda e: (e.pipeline or "", e.next_stage))
             ],
         }
         for (pipeline, name), stage in sorted(shape.stages.items())
@@ -96,12 +99,14 @@ def _stage(item: Mapping[str, Any]) -> Stage:
         environment = entry.get("environment")
         stage.environments[fingerprint] = None if environment is None else str(environment)
     for entry in item["next"]:
-        done = entry.get("after_done_s")
-        stage.edges[str(entry["stage"])] = Edge(
+        done, downstream = entry.get("after_done_s"), entry.get("pipeline")
+        name = str(entry["stage"]) if downstream is None else f"{downstream}/{entry['stage']}"
+        stage.edges[name] = Edge(
             str(entry["stage"]),
             int(entry["came_true"]),
             float(entry["after_start_s"]),
             None if done is None else float(done),
+            None if downstream is None else str(downstream),
         )
     return stage
 
