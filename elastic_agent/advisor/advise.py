@@ -314,7 +314,6 @@ def summary(advices: Sequence[ProfileAdvice]) -> str:
     return "\n".join(lines) + "\n"
 
 
-PREDICTION_CANDIDATES = False  # on once the backend knows `Predict=true` (issue 25's prediction)
 
 
 def prediction_candidates(
@@ -345,6 +344,7 @@ def run_advisor(
     learn_days: int | None = None,
     exhaustive: bool = False,
     bar: bool = False,
+    prediction: bool = True,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations."""
     trace = read_trace(trace_path)
@@ -368,7 +368,7 @@ def run_advisor(
     proposals = {
         p: _schedules(split.learning(by_profile[p]), trace.origin, settings, schedules) for p in profiles
     }
-    extra = prediction_candidates(idle_timeouts) if PREDICTION_CANDIDATES else []
+    extra = prediction_candidates(idle_timeouts) if prediction else []
     most = 1 + sum(len(idle_timeouts) * len(min_idle) + len(proposals[p][1]) + len(extra) for p in profiles)
     with tqdm(total=most, unit="run", desc="simulations", disable=not bar, file=sys.stderr) as shown:
         runner = Runner(workers, _counting(shown, progress))

@@ -42,6 +42,11 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     )
     advise.add_argument("--no-schedules", action="store_true", help="flat candidates only")
     advise.add_argument(
+        "--no-prediction",
+        action="store_true",
+        help="leave out the Predict=true candidates (pods for a pipeline's next stage started ahead)",
+    )
+    advise.add_argument(
         "--warm-quantiles",
         default="0.5",
         help="a schedule's MinIdlePods serves this share of busy-hour jobs without a boot (0: none; "
@@ -105,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             learn_days=_learn_days(args.learn_days),
             exhaustive=args.exhaustive,
+            prediction=not args.no_prediction,
             bar=not args.quiet and sys.stderr.isatty(),
         )
     except OSError as error:
