@@ -8,6 +8,7 @@ prediction `test` gets the 2 pods `build` leaves and waits for 4 new ones to boo
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +19,9 @@ from prometheus_client import generate_latest
 from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
-from elastic_agent.forecast.shape import MIN_CAME_TRUE
+from elastic_agent.forecast.shape import MIN_CAME_TRUE, Shape
 from elastic_agent.forecast.store import config_map_name, from_data
+from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
@@ -323,3 +325,29 @@ def test_a_downstream_edge_survives_the_config_map_round_trip() -> None:
     edge = from_data(data).stages[("up", "build")].edges["down/deploy"]
     assert (edge.pipeline, edge.next_stage, edge.came_true) == ("down", "deploy", RUNS)
     assert edge.after_done_s == pytest.approx(10.0, abs=5.0)
+
+
+def test_a_busy_pipeline_that_often_starts_after_another_ones_end_is_not_taken_for_its_downstream() -> None:
+    """`busy` starts every 10 s, so one of its runs begins within 30 s of every `up` run's end, but most
+    of its runs follow nothing: the edge up/build -> busy/build does not explain busy's runs and must not
+    fire. A real downstream pipeline, run only after `up` passes, does fire (the simulated test above)."""
+    shape, ids = Shape(), itertools.count(1)
+    events: list[tuple[float, int, JobIdentifier, bool]] = []  # (when, order, job, completed?)
+
+    def run(pipeline: str, counter: int, at: float, took: float) -> None:
+        job = JobIdentifier(pipeline, str(counter), counter, "build", "1", "job", next(ids))
+        events.extend([(at, job.job_id, job, False), (at + took, job.job_id, job, True)])
+
+    for counter in range(1, 2 * 60 * 6):  # two hours of busy
+        run("busy", counter, 10.0 * counter, 5.0)
+    for counter in range(1, 12):  # an up run every 10 minutes, done 60 s after it starts
+        run("up", counter, 600.0 * counter + 3.0, 60.0)
+    for at, _, job, completed in sorted(events, key=lambda e: (e[0], e[1])):
+        if completed:
+            shape.completed(job, at)
+        else:
+            shape.scheduled(job, "fp-" + job.pipeline_name, None, at)
+        shape.predictions(at)
+    edge = shape.stages[("up", "build")].edges["busy/build"]
+    assert edge.came_true >= MIN_CAME_TRUE
+    assert shape.stages[("up", "build")].best(shape.stages, "up") is None

@@ -21,16 +21,13 @@ so that building the command line (for `serve` too) loads no simulation module.
 from __future__ import annotations
 
 import concurrent.futures
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from tqdm import tqdm
 
 from elastic_agent.advisor.holdout import split_trace
 from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.advisor.progress import Progress, progress_bar
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
 from elastic_agent.advisor.search import SearchOutcome, search_flat
@@ -370,7 +367,8 @@ def run_advisor(
     }
     extra = prediction_candidates(idle_timeouts) if prediction else []
     most = 1 + sum(len(idle_timeouts) * len(min_idle) + len(proposals[p][1]) + len(extra) for p in profiles)
-    with tqdm(total=most, unit="run", desc="simulations", disable=not bar, file=sys.stderr) as shown:
+    shown = progress_bar(most, bar)
+    try:
         runner = Runner(workers, _counting(shown, progress))
         try:
             # One pod per job shares nothing between profiles: one run of the whole trace is every
@@ -404,6 +402,8 @@ def run_advisor(
                 advices = list(threads.map(advise, profiles))
         finally:
             runner.close()
+    finally:
+        shown.close()
     for advice in advices:
         out(render(advice, target, settings.resend_s))
     out(summary(advices))
@@ -437,7 +437,7 @@ def _schedules(
     return demand, list(proposals)
 
 
-def _counting(shown: tqdm[Any], progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
+def _counting(shown: Progress, progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
     def done(result: PolicyResult) -> None:
         shown.update(1)
         if progress:

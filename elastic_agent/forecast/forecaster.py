@@ -252,7 +252,7 @@ class Forecaster:
                 for (name, stage_name), stage in sorted(self.shape.stages.items()):
                     if name != pipeline:
                         continue
-                    best = stage.best()
+                    best = stage.best(self.shape.stages, pipeline)
                     for edge in sorted(stage.edges.values(), key=lambda e: -e.came_true):
                         following = self.shape.stages.get(edge.target(pipeline))
                         here, there = stage_name, edge.next_stage

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from elastic_agent.gocd.messages import JobIdentifier
@@ -71,13 +72,22 @@ class Stage:
     environments: dict[str, str | None] = field(default_factory=dict)  # fingerprint -> its environment
     judged: int = 0
     edges: dict[str, Edge] = field(default_factory=dict)
+    began: int = 0  # runs of this stage that began their pipeline run (it is a first stage)
 
-    def best(self) -> Edge | None:
-        """The successor that may fire: the most often true, if often enough."""
-        edge = max(self.edges.values(), key=lambda e: e.came_true, default=None)
+    def best(self, stages: Mapping[StageKey, Stage], pipeline: str) -> Edge | None:
+        """The successor that may fire: the most often true, if often enough. A downstream edge must
+        also explain most of its target's runs: a busy pipeline starts within seconds of many others'
+        ends by chance, but a pipeline that a material triggers follows its upstream almost every time."""
+        plausible = [e for e in self.edges.values() if e.pipeline is None or _explains(e, stages, pipeline)]
+        edge = max(plausible, key=lambda e: e.came_true, default=None)
         if edge is None or edge.came_true < MIN_CAME_TRUE or edge.came_true < MIN_RATE * self.judged:
             return None
         return edge
+
+
+def _explains(edge: Edge, stages: Mapping[StageKey, Stage], pipeline: str) -> bool:
+    target = stages.get(edge.target(pipeline))
+    return target is not None and edge.came_true >= MIN_RATE * target.began
 
 
 @dataclass
@@ -135,9 +145,11 @@ class Shape:
             run = self.runs[key] = Run(now)
             first = (key[0], key[1]) not in self._latest
             learned = self._follows(key, now)
+            stage_seen = self.stages.setdefault((key[0], key[2]), Stage())
             if first:
+                stage_seen.began += 1
                 learned = self._downstream(key, now) or learned
-            self.stages.setdefault((key[0], key[2]), Stage()).fanout = {}
+            stage_seen.fanout = {}
             while len(self.runs) > MAX_RUNS:
                 self.runs.popitem(last=False)
         if job.job_id in run.jobs:
@@ -198,7 +210,7 @@ class Shape:
     def expected(self, key: RunKey, run: Run) -> tuple[Edge, float] | None:
         """The successor a run's stage predicts, and when it is expected, if it may fire."""
         stage = self.stages.get((key[0], key[2]))
-        edge = stage.best() if stage is not None and not run.followed else None
+        edge = stage.best(self.stages, key[0]) if stage is not None and not run.followed else None
         if edge is None:
             return None
         if run.complete and run.last_done is not None and edge.after_done_s is not None:

@@ -56,6 +56,7 @@ def to_data(shape: Shape, fingerprints: Collection[str] | None = None) -> dict[s
                 for fp, jobs in sorted(stage.fanout.items())
             ],
             "judged": stage.judged,
+            "began": stage.began,
             "next": [
                 {
                     "stage": edge.next_stage,
@@ -92,7 +93,7 @@ def from_data(data: Mapping[str, str] | None) -> Shape:
 
 
 def _stage(item: Mapping[str, Any]) -> Stage:
-    stage = Stage(judged=int(item["judged"]))
+    stage = Stage(judged=int(item["judged"]), began=int(item.get("began", 0)))
     for entry in item["fanout"]:
         fingerprint = str(entry["fingerprint"])
         stage.fanout[fingerprint] = int(entry["jobs"])
@@ -120,6 +121,7 @@ def merge(into: Shape, learned: Shape) -> None:
             into.stages[key] = stage
             continue
         mine.judged += stage.judged
+        mine.began += stage.began
         for name, edge in stage.edges.items():
             if name in mine.edges:
                 mine.edges[name].came_true += edge.came_true
