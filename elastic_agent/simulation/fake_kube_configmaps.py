@@ -2,6 +2,12 @@
 AlreadyExists when the name is taken) and update (404 NotFound when it is not; 409 Conflict when the body
 names a resourceVersion that is no longer current; no resourceVersion: the update is unconditional).
 Only string data is accepted, as the real server's validation does for `data`.
+
+Modelled on kubernetes/kubernetes: `pkg/registry/core/configmap/strategy.go` (`AllowCreateOnUpdate` is
+false, so an update of a missing ConfigMap is NotFound) and the generic registry's
+`staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go` (`Store.Create`: AlreadyExists;
+`Store.Update`: a stale resourceVersion is a Conflict). Named from the source as read in earlier work, not
+re-read with fetch; tests/test_kube_contract.py runs the same calls against the real kube-apiserver.
 """
 
 from __future__ import annotations
