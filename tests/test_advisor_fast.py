@@ -3,9 +3,10 @@ one does, with the same figures; and a run of every profile at once, split by pr
 whole run.
 
 The equality is shown on the standard trace of tests/test_fast_path.py (`WorkloadSpec(jobs=20000,
-days=1)`, seed 1), for its `big-memory` profile (1,322 jobs) with the four default IdleTimeouts and
-MinIdlePods 1 (with 0 no candidate meets the targets, and both run every candidate): the whole
-four-profile advisor, exhaustive, takes many minutes on this machine, too long for the suite.
+days=1)`, seed 1), for its `big-memory` profile (1,322 jobs) with six IdleTimeouts from 1m to 30m,
+MinIdlePods 1 and a mean-wait target of 30 % of one pod per job's (at 20 %, or with MinIdlePods 0, no
+candidate meets the targets, and both run every candidate): the whole four-profile advisor,
+exhaustive, takes many minutes on this machine, too long for the suite.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def test_the_fast_advisor_recommends_what_the_exhaustive_one_does_with_the_same_
             "big-memory",
             jobs,
             settings,
+            idle_timeouts=("1m", "2m", "5m", "10m", "20m", "30m"),
             min_idle=(1,),
+            target=0.3,
             p95_target=10.0,
             baseline=lambda: baseline,
             exhaustive=exhaustive,

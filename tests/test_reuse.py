@@ -50,15 +50,17 @@ def test_idle_pod_is_reused_after_backend_restart() -> None:
 
 
 def test_a_false_answer_changes_nothing() -> None:
-    stack = virtual_stack(boot_delay=5)
+    # A boot longer than a poll: the idle pod surely polls, and says no, before the new pod registers.
+    stack = virtual_stack(boot_delay=30)
     profile = reuse_profile(stack)
     first = run_to_idle(stack, schedule(stack, profile))
+    asked_before = stack.gocd.stats.should_assign_asked
     other = schedule(stack, reuse_profile(stack, MaxMemory="3Gi"), duration=600)
-    stack.run_until(
-        lambda: stack.gocd.stats.should_assign_asked >= 3, 600, "the idle pod to be asked and say no"
-    )
-    assert state(stack, first) == "idle"
+    stack.run_until(lambda: stack.gocd.job(other.job_id).agent_id is not None, 600, "the other job to start")
     assert stack.gocd.job(other.job_id).agent_id != first
+    # Its own pod was asked once (and said yes): the idle pod was asked before it and said no.
+    assert stack.gocd.stats.should_assign_asked - asked_before >= 2
+    assert state(stack, first) == "idle"
     again = completed(stack, schedule(stack, profile))
     assert again.agent_id == first, "the pod that said no is still tracked and reused"
 

@@ -10,15 +10,15 @@ tests/test_fast_path.py to leave every pod, wait and assignment of the standard 
 - An idle agent's poll that would find no waiting job is not an event. In the full path such a poll asks
   nothing and ends with the agent dormant (`_queue_poll`); here the agent is made dormant when its poll
   reaches the head of the queue and nothing of its environments waits. Why that is the same: jobs start
-  waiting only in `_add_job`, which wakes every dormant agent of the job's environment at the first poll
-  time of its grid at or after the arrival. The arrival comes after the agent's previous poll (that poll
-  was handled at an earlier event), so the first grid time at or after it is the very poll that was
-  dropped, and the agent polls exactly when it would have. Without an arrival, the dropped poll would
-  have done nothing but make the agent dormant.
-- Scheduler ticks while no job waits are not events. Such a tick loops over no waiting job, so it sends
-  nothing and changes nothing but the time of the next tick. That time is caught up in `_add_job` before
-  the first job starts waiting, by the same additions the skipped ticks would have made, so every later
-  tick falls on the same float as in the full path.
+  waiting only at a scheduler tick (`_admit_planned`), which wakes every dormant agent of the job's
+  environment at the first poll time of its grid at or after the tick. The tick comes after the agent's
+  previous poll (that poll was handled at an earlier event), so the first grid time at or after it is
+  the very poll that was dropped, and the agent polls exactly when it would have. Without a tick that
+  admits a job, the dropped poll would have done nothing but make the agent dormant.
+- Scheduler ticks while no job waits or is scheduled are not events. Such a tick admits no job and
+  loops over none, so it sends nothing and changes nothing but the time of the next tick. That time is
+  caught up in `_add_job` when the first job is scheduled, by the same additions the skipped ticks
+  would have made, so every later tick falls on the same float as in the full path.
 
 Both skips remove events that do nothing, which holds only while no other part needs an event to act
 (a write waiting for its backoff, a graceful deletion waiting for the store's tick). The driver says so
@@ -68,7 +68,7 @@ class FastSimulatedGoCD(SimulatedGoCD):
 
     def next_due_at(self) -> float:
         with self._state_lock:
-            idle = self._skipping and not self._waiting
+            idle = self._skipping and not self._waiting and not self._planned
             return min(
                 math.inf if idle else self._next_scheduler_at,
                 self._next_ping_at,
@@ -78,7 +78,7 @@ class FastSimulatedGoCD(SimulatedGoCD):
             )
 
     def _add_job(self, job: Job) -> None:
-        if not self._waiting:
+        if not self._waiting and not self._planned:
             # The ticks skipped while nothing waited: those before now would have been events of their
             # own (each at its own time); one at now is due now, with this job waiting, as in the full
             # path.

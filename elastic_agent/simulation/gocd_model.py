@@ -89,7 +89,11 @@ class SimulatedGoCD(ServerSide, AgentSide):
         self._assignment_lock = threading.Lock()
         self._step_lock = threading.Lock()
         self._jobs: dict[int, Job] = {}
-        # Job ids grow with scheduling, so insertion order is scheduling order in both.
+        # Scheduled jobs the assignment tick has not picked up yet: no agent sees them, no create-agent
+        # was sent (gocd/gocd BuildAssignmentService.reloadJobPlans: work is assigned only from the job
+        # plans the 5-s timer loaded, and the same timer sends create-agent for the plans new to it).
+        self._planned: dict[int, Job] = {}
+        # Job ids grow with scheduling, so insertion order is scheduling order in all three.
         self._waiting: dict[int, Job] = {}
         self._waiting_by_env: dict[str | None, dict[int, Job]] = {}
         self._dormant_by_env: dict[str | None, set[str]] = {}
@@ -207,7 +211,8 @@ class SimulatedGoCD(ServerSide, AgentSide):
                 return False
             if job.state is JobState.SCHEDULED:
                 job.state = JobState.CANCELLED
-                self._unwait(job)
+                if self._planned.pop(job.job_id, None) is None:
+                    self._unwait(job)
                 return True
             if job.state is JobState.BUILDING and job.result != "Cancelled":  # cancelled once, ends once
                 job.result = "Cancelled"
@@ -220,18 +225,27 @@ class SimulatedGoCD(ServerSide, AgentSide):
             return False
 
     def _add_job(self, job: Job) -> None:
+        """A job is scheduled: it waits for the next assignment tick (`_admit_planned`)."""
         self._next_job_id = job.job_id + 1
         self._jobs[job.job_id] = job
-        self._waiting[job.job_id] = job
-        self._waiting_by_env.setdefault(job.environment, {})[job.job_id] = job
+        self._planned[job.job_id] = job
         self._job_by_identifier[job.console_key()] = job.job_id
-        now = self._clock.now()
-        for agent_id in self._dormant_by_env.pop(job.environment, set()):
-            agent = self._agents.get(agent_id)
-            if agent is not None and agent.dormant:
-                for environment in agent.environments:
-                    self._dormant_by_env.get(environment, set()).discard(agent_id)
-                self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
+
+    def _admit_planned(self, now: float) -> None:
+        """The assignment tick loads the scheduled jobs: from now on agents are offered them, and the
+        dormant agents of their environments poll at their next grid time."""
+        planned, self._planned = self._planned, {}
+        for job in planned.values():
+            if job.state is not JobState.SCHEDULED:
+                continue
+            self._waiting[job.job_id] = job
+            self._waiting_by_env.setdefault(job.environment, {})[job.job_id] = job
+            for agent_id in self._dormant_by_env.pop(job.environment, set()):
+                agent = self._agents.get(agent_id)
+                if agent is not None and agent.dormant:
+                    for environment in agent.environments:
+                        self._dormant_by_env.get(environment, set()).discard(agent_id)
+                    self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
 
     def _unwait(self, job: Job) -> None:
         del self._waiting[job.job_id]
@@ -437,6 +451,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
                 return
             while is_due(self._next_scheduler_at, now):
                 self._next_scheduler_at += self.config.scheduler_interval_s
+            self._admit_planned(now)
             for job in self._waiting.values():
                 last = job.create_agent_sent_at
                 if last is not None and now - last < self.config.job_starvation_timeout_s - EPSILON_S:
