@@ -19,8 +19,8 @@ from prometheus_client import generate_latest
 from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
-from elastic_agent.forecast.shape import MIN_CAME_TRUE, Shape
-from elastic_agent.forecast.store import config_map_name, from_data
+from elastic_agent.forecast.shape import MIN_CAME_TRUE, SPREAD_K, Shape
+from elastic_agent.forecast.store import config_map_name, from_data, to_data
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
@@ -351,3 +351,38 @@ def test_a_busy_pipeline_that_often_starts_after_another_ones_end_is_not_taken_f
     edge = shape.stages[("up", "build")].edges["busy/build"]
     assert edge.came_true >= MIN_CAME_TRUE
     assert shape.stages[("up", "build")].best(shape.stages, "up") is None
+
+
+def test_a_stage_of_varying_length_has_its_successors_pods_ready_early_by_the_learned_spread() -> None:
+    """`build` lasts 60 or 120 s in turn and `test` comes 5 s after it: from build's start alone, test's
+    pods are to be ready SPREAD_K typical deviations early, so a short build finds them booted; once
+    build has completed, GoCD's steady few seconds need no margin."""
+    shape, ids = Shape(), itertools.count(1)
+
+    def job(counter: int, stage: str) -> JobIdentifier:
+        return JobIdentifier("app", str(counter), counter, stage, "1", "job", next(ids))
+
+    start = 0.0
+    for counter in range(1, 9):
+        took = 60.0 if counter % 2 else 120.0
+        build = job(counter, "build")
+        shape.scheduled(build, "fp", None, start)
+        shape.completed(build, start + took)
+        test = job(counter, "test")
+        shape.scheduled(test, "fp", None, start + took + 5.0)
+        shape.completed(test, start + took + 35.0)
+        start += 600.0
+    edge = shape.stages[("app", "build")].edges["test"]
+    assert 20.0 < edge.spread_s < 40.0  # the delays are 65 and 125 s: about 30 s either side
+    running = job(9, "build")
+    shape.scheduled(running, "fp", None, start)
+    (prediction,) = shape.predictions(start + 1.0)
+    assert prediction.at == pytest.approx(start + edge.after_start_s)
+    assert prediction.ready_by == pytest.approx(prediction.at - SPREAD_K * edge.spread_s)
+    assert prediction.ready_by < start + 65.0  # ready before a short build's test comes
+    shape.completed(running, start + 60.0)
+    (prediction,) = shape.predictions(start + 61.0)
+    assert edge.after_done_s is not None
+    assert prediction.ready_by == prediction.at == pytest.approx(start + 60.0 + edge.after_done_s)
+    spread = from_data(to_data(shape, ["fp"])).stages[("app", "build")].edges["test"].spread_s
+    assert spread == pytest.approx(edge.spread_s, abs=1e-3)

@@ -135,7 +135,7 @@ class Forecaster:
         self.note_gone(pool)
         predictions = self.predictions()
         now = self.clock.now()
-        if not any(p.at - now <= self.lead_s for p in predictions):
+        if not any(p.ready_by - now <= self.lead_s for p in predictions):
             return []  # nothing due: the pool is not even locked
         decided: list[AheadPlan] = []
 

@@ -1,8 +1,9 @@
 """The decision to start pods ahead of a predicted stage: the pool's state and the predictions in, a plan
 out (intents.py), as the warm pool decides (pool/warm.py).
 
-A prediction counts while its next stage is expected within the lead time (a pod's boot plus the time to
-the backend's next chance to act). For each fingerprint the next stage schedules, the pods that will be
+A prediction counts once its pods are to be ready (shape.py: the expected time, less a margin for a
+stage's varying length) within the lead time (a pod's boot plus the time to the backend's next chance
+to act). For each fingerprint the next stage schedules, the pods that will be
 there are those booting or idle beyond the jobs already waiting, and those running the current stage's
 jobs (they come free when it ends); only the learned fan-out minus those is started, within the room
 the caps leave and with banked keys only (a pod is never started without a key of its own). Predictions
@@ -54,7 +55,7 @@ def start_ahead(state: PoolState, predictions: Sequence[Prediction], now: float,
     started: list[Started] = []
     without_key: dict[RunKey, int] = {}
     for prediction in predictions:
-        if prediction.at - now > lead_s:
+        if prediction.ready_by - now > lead_s:
             continue
         for fingerprint, jobs in prediction.fanout.items():
             spec = state.book.recipe(fingerprint)

@@ -3,7 +3,10 @@ how many jobs of which fingerprint that stage schedules, and how long after this
 
 GoCD schedules a stage a few seconds after the previous one passed, so the best clock for the next stage
 is the current stage's last job-completion; before every job of the stage has completed, only its start
-is known, so both delays are learned and the completion's is used once it can be. GoCD's requests say
+is known, so both delays are learned and the completion's is used once it can be. A stage's length
+varies from run to run, so a prediction from the start is to be ready SPREAD_K typical deviations of
+that delay early: a stage that ends sooner than usual then still finds its successor's pods booted
+(the completion's delay is GoCD's few seconds, too steady to need a margin). GoCD's requests say
 nothing of a job's result: a failed stage shows as a successor that never came. Each successor keeps how
 often it came true against how many runs of its stage were judged (followed, or left without a successor
 past the expected time), so that an edge seen once, or rarely true, does not start pods.
@@ -36,6 +39,7 @@ FORGET_S = 6 * 3600.0  # a run with no learned successor is forgotten this long 
 MAX_RUNS = 4096  # open stage runs tracked at most (the oldest go first)
 DOWNSTREAM_S = 30.0  # a pipeline's first stage this soon after another's stage completed may follow it
 WEIGHT = 0.3  # each new delay's share of the running estimate (recent runs count most)
+SPREAD_K = 2.0  # pods are to be ready this many typical deviations before the expected start
 
 StageKey = tuple[str, str]  # (pipeline, stage)
 RunKey = tuple[str, int, str, str]  # (pipeline, pipeline counter, stage, stage counter)
@@ -50,6 +54,7 @@ class Edge:
     after_start_s: float = 0.0  # from this stage's first job to the next stage's first job
     after_done_s: float | None = None  # from this stage's last job-completion to the next stage's start
     pipeline: str | None = None  # a downstream pipeline whose first stage is next_stage (None: this one)
+    spread_s: float = 0.0  # the typical deviation of after_start_s (a running mean absolute deviation)
 
     def target(self, pipeline: str) -> StageKey:
         """The (pipeline, stage) that follows, for an edge of a stage of `pipeline`."""
@@ -58,6 +63,8 @@ class Edge:
     def learn(self, after_start_s: float, after_done_s: float | None) -> None:
         first = self.came_true == 0
         self.came_true += 1
+        if not first:
+            self.spread_s = _blend(self.spread_s, abs(after_start_s - self.after_start_s))
         self.after_start_s = after_start_s if first else _blend(self.after_start_s, after_start_s)
         if after_done_s is not None:
             old = self.after_done_s
@@ -120,6 +127,7 @@ class Prediction:
     next_stage: str
     next_pipeline: str  # the pipeline of next_stage: this one, or a downstream pipeline
     at: float  # when the next stage's jobs are expected
+    ready_by: float  # when its pods are to be ready: `at`, less the margin of a stage's varying length
     fanout: dict[str, int]  # fingerprint -> jobs the next stage schedules
     freeing: dict[str, int]  # fingerprint -> this stage's jobs still running (their pods come free)
     run: RunKey
@@ -207,15 +215,18 @@ class Shape:
         self._touched += 1
         return run.complete and self.expected(key, run) is not None
 
-    def expected(self, key: RunKey, run: Run) -> tuple[Edge, float] | None:
-        """The successor a run's stage predicts, and when it is expected, if it may fire."""
+    def expected(self, key: RunKey, run: Run) -> tuple[Edge, float, float] | None:
+        """The successor a run's stage predicts, when it is expected and when its pods are to be ready,
+        if it may fire."""
         stage = self.stages.get((key[0], key[2]))
         edge = stage.best(self.stages, key[0]) if stage is not None and not run.followed else None
         if edge is None:
             return None
         if run.complete and run.last_done is not None and edge.after_done_s is not None:
-            return edge, run.last_done + edge.after_done_s
-        return edge, run.started + edge.after_start_s
+            at = run.last_done + edge.after_done_s
+            return edge, at, at
+        at = run.started + edge.after_start_s
+        return edge, at, max(run.started, at - SPREAD_K * edge.spread_s)
 
     def predictions(self, now: float) -> list[Prediction]:
         """What the open runs predict, soonest first; runs whose successor did not come are judged (a
@@ -228,7 +239,7 @@ class Shape:
                 if self._over(key, run, now):
                     self._judge_miss(key)
                 continue
-            edge, at = expected
+            edge, at, ready_by = expected
             if now > at + LATE_S:
                 self._judge_miss(key)
                 continue
@@ -236,8 +247,8 @@ class Shape:
             following = self.stages.get(target)
             if following is None or not following.fanout:
                 continue
-            found.append(Prediction(key[0], key[2], edge.next_stage, target[0], at, dict(following.fanout),
-                                    run.running(), key))  # fmt: skip
+            found.append(Prediction(key[0], key[2], edge.next_stage, target[0], at, ready_by,
+                                    dict(following.fanout), run.running(), key))  # fmt: skip
         found.sort(key=lambda p: p.at)
         return found
 
@@ -273,7 +284,7 @@ class Shape:
             for key, run in self.runs.items():
                 expected = self.expected(key, run)
                 if expected is not None:
-                    times += [expected[1] - lead_s, expected[1] + LATE_S]
+                    times += [expected[2] - lead_s, expected[1] + LATE_S]
             self._due, self._due_for = sorted(times), (self._touched, lead_s)
         index = bisect.bisect_right(self._due, now)
         return self._due[index] if index < len(self._due) else None

@@ -63,6 +63,7 @@ def to_data(shape: Shape, fingerprints: Collection[str] | None = None) -> dict[s
                     **({} if edge.pipeline is None else {"pipeline": edge.pipeline}),
                     "came_true": edge.came_true,
                     "after_start_s": round(edge.after_start_s, 3),
+                    "spread_s": round(edge.spread_s, 3),
                     "after_done_s": None if edge.after_done_s is None else round(edge.after_done_s, 3),
                 }
                 for edge in sorted(stage.edges.values(), key=lambda e: (e.pipeline or "", e.next_stage))
@@ -108,6 +109,7 @@ def _stage(item: Mapping[str, Any]) -> Stage:
             float(entry["after_start_s"]),
             None if done is None else float(done),
             None if downstream is None else str(downstream),
+            float(entry.get("spread_s", 0.0)),  # written since the margin was added
         )
     return stage
 
