@@ -277,6 +277,13 @@ class Backend:
             changes.append(predicted)
         return min(changes) if changes else None
 
+    def quiet_until(self) -> float:
+        """When a server-ping may next do something if no request, watch event or call comes first
+        (pool/quiet.py; clock seconds, infinity for never): the simulation skips the pings before it."""
+        times = [pool.quiet_until() for pool in self.pools()]
+        times.append(self.forecast.quiet_until())
+        return min(times)
+
     def on_period_change(self) -> None:
         """A period may have started: fill the warm pools it asks for at once, from the banked keys,
         rather than at the next server-ping. (A period's end needs nothing now: the reaper applies the

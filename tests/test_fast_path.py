@@ -12,7 +12,6 @@ ReuseSchedule, as the advisor tries them.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import pytest
 from elastic_agent.advisor.workload import TraceJob, WorkloadSpec, generate
 from elastic_agent.simulation.fast_plugin import FastProjectPlugin
 from elastic_agent.simulation.virtual_time import START, Policy, ProjectPlugin, SimSettings, Simulation
+from tests.replay_outcome import Assignments, Pods, Waits, observed, side_by_side
 
 JOBS = int(os.environ.get("FAST_PATH_JOBS", "2000"))
 # The trace's time 0 is START, 22:13 UTC: the schedule's period starts 47 minutes in (the backend is woken
@@ -39,9 +39,9 @@ POLICIES = {
 class Outcome:
     plugin: str
     events: int
-    pods: list[tuple[str, float, float | None]]  # name, created, deleted
-    waits: dict[int, float | None]  # job id -> seconds from scheduled to assigned
-    assignments: list[tuple[int, str, float, float | None]]  # job id, agent (pod), assigned, finished
+    pods: Pods
+    waits: Waits
+    assignments: Assignments
     jobs: int
 
 
@@ -54,23 +54,20 @@ def replay(run: tuple[str, bool]) -> Outcome:
     settings = SimSettings(seed=1, pending_pods_count=1000, fast=fast)
     simulation = Simulation(standard_trace(), Policy(name, POLICIES[name]), settings)
     simulation.run()
-    tracker, model = simulation.tracker, simulation.model
+    pods, waits, assignments = observed(simulation)
     return Outcome(
         plugin=type(simulation.plugin).__name__,
         events=simulation.events,
-        pods=[(pod, created, tracker.deleted.get(pod)) for pod, created in tracker.created.items()],
-        waits={job.job_id: job.wait_s for job in model.jobs()},
-        assignments=[(a.job_id, a.agent_id, a.assigned_at, a.finished_at) for a in model.assignments],
-        jobs=len(model.jobs()),
+        pods=pods,
+        waits=waits,
+        assignments=assignments,
+        jobs=len(simulation.model.jobs()),
     )
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[tuple[str, bool], Outcome]:
-    runs = [(name, fast) for name in POLICIES for fast in (False, True)]
-    # Every run is independent: two processes halve the wall time on this 2-core machine.
-    with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
-        return dict(zip(runs, pool.map(replay, runs), strict=True))
+    return side_by_side([(name, fast) for name in POLICIES for fast in (False, True)], replay)
 
 
 @pytest.mark.slow

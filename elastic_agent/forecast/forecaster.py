@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import threading
 from dataclasses import dataclass, field
 
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 # chance to act is seconds away, so this much ahead of the expected stage is enough.
 LEAD_S = 40.0
 GONE_AFTER_S = 300.0  # a pod started ahead and not listed this long after is gone
+# While jobs keep teaching it, what was learned is written at most this often (every job teaches
+# something, and the whole shape is one ConfigMap: a write a ping would rewrite it every minute of a busy
+# day); once a ping finds nothing learned since the one before, at once. A restart loses at most this.
+SAVE_EVERY_S = 300.0
 OUTCOMES = ("started", "hit", "other_job", "idled_out", "without_key")
 
 
@@ -78,6 +83,8 @@ class Forecaster:
     pods: dict[str, AheadPod] = field(default_factory=dict)  # pods started ahead, until they go
     _cluster_of: dict[str, str] = field(default_factory=dict)  # fingerprint -> its pool's key
     _saved: dict[str, int] = field(default_factory=dict)  # pool's key -> the shape's revision it holds
+    _saved_at: dict[str, float] = field(default_factory=dict)  # pool's key -> when it was last written
+    _asked_at: dict[str, int] = field(default_factory=dict)  # pool's key -> the revision its last save saw
     _loading: set[str] = field(default_factory=set)  # pools whose saved shape was read or is being read
     _problems: dict[str, str] = field(default_factory=dict)  # pool's key -> why its ConfigMap fails
     _lacked: dict[RunKey, int] = field(default_factory=dict)  # per predicting run, most keys it lacked
@@ -209,7 +216,9 @@ class Forecaster:
             self._problems.pop(pool.identity.cluster, None)
 
     def save(self, pool: ClusterPool) -> str | None:
-        """Write the pool's part of the shape if it changed since the last write (called once a ping).
+        """Write the pool's part of the shape if it changed since the last write: at most every
+        SAVE_EVERY_S while it keeps changing, at once when it did not since the last ping (called once a
+        ping).
         Returns why the pool's ConfigMap cannot be read or written, while it cannot (a health message)."""
         self._save(pool)
         with self._lock:
@@ -226,6 +235,10 @@ class Forecaster:
             mine = [fp for fp, owner in self._cluster_of.items() if owner == cluster]
             if not mine or cluster not in self._saved or self._saved[cluster] == revision:
                 return
+            learning = self._asked_at.get(cluster) != revision
+            self._asked_at[cluster] = revision
+            if learning and self.clock.now() < self._saved_at.get(cluster, -math.inf) + SAVE_EVERY_S:
+                return
             data = to_data(self.shape, mine)
         try:
             pool.port.write_config_map(config_map_name(pool.identity.server_id), data)
@@ -235,12 +248,28 @@ class Forecaster:
                 self._problems[cluster] = _problem(pool, "write", error)
             return
         with self._lock:
-            self._saved[cluster] = revision
+            self._saved[cluster], self._saved_at[cluster] = revision, self.clock.now()
             self._problems.pop(cluster, None)
 
     def next_due(self) -> float | None:
         with self._lock:
             return self.shape.next_due(self.clock.now(), self.lead_s)
+
+    def quiet_until(self) -> float:
+        """When a ping may next do something here unprompted: a prediction comes within its lead time,
+        a pod started ahead and no longer listed is counted gone (`note_gone`), or what was learned is
+        due to be written."""
+        now = self.clock.now()
+        with self._lock:
+            if self._loading - set(self._saved) or self._problems:
+                return now  # a read or write that failed is tried again at every ping
+            due = self.shape.next_due(now, self.lead_s)
+            times = [pod.started_at + GONE_AFTER_S for pod in self.pods.values()]
+            revision = self.shape.revision
+            owners = set(self._cluster_of.values())
+            if any(held != revision and cluster in owners for cluster, held in self._saved.items()):
+                return now  # the next ping writes it (`_save`)
+        return min([*times, math.inf if due is None else due])
 
     def rows(self) -> list[PredictionRow]:
         """The status report's rows: each pipeline with a learned stage or a score."""

@@ -27,7 +27,7 @@ from elastic_agent.gocd.messages import Agent, JobIdentifier
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDServer
 from elastic_agent.kube.port import ClusterError, ClusterPort
-from elastic_agent.pool import broken_pods, decisions, marks, reaping, warm
+from elastic_agent.pool import broken_pods, decisions, marks, quiet, reaping, warm
 from elastic_agent.pool.applier import Applier, Done
 from elastic_agent.pool.holds import Hold
 from elastic_agent.pool.intents import Create, Plan
@@ -384,6 +384,17 @@ class ClusterPool:
         changes = [spec.schedule.next_change(now) for _, spec in self.schedules() if spec.schedule]
         found = [change for change in changes if change is not None]
         return min(found) if found else None
+
+    def quiet_until(self) -> float:
+        """When a server-ping may next act on this pool if nothing else changes it (quiet.py): `now`
+        while anything is under way or before the first pod list, infinity when no ping ever would."""
+        now = self.clock.now()
+        if not self.synced:
+            return now
+        with self.state.lock:
+            until = quiet.quiet_until(self.state, now)
+        change = self.next_period_change()
+        return until if change is None else min(until, max(now, change))
 
     def holds(self) -> list[Hold]:
         """Fingerprints held for broken pods (holds.py), for health messages and the status pages."""

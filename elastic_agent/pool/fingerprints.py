@@ -24,6 +24,7 @@ Not thread-safe on its own: the pool's lock guards it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
@@ -156,6 +157,15 @@ class FingerprintBook:
             if not jobs:
                 del self._waiting[fingerprint]
         return unused
+
+    def next_forgetting(self) -> float:
+        """The earliest time `forget_unused` may forget a waiting job or a recipe (clock seconds), whether
+        or not it will; infinity when nothing is kept. Holds are not counted: they have times of their
+        own (holds.py)."""
+        waiting = (entry for jobs in self._waiting.values() for entry in jobs.values())
+        times = [entry.last_seen + WAITING_TTL_S for entry in waiting]
+        times += [recipe.last_asked + FORGET_AFTER_S for recipe in self._recipes.values()]
+        return min(times, default=math.inf)
 
     def forget_unused(self, now: float, with_pods: Collection[str]) -> list[tuple[str, HeldKey]]:
         """Drop what no waiting job, no pod (`with_pods`: the fingerprints pods have) and no recent

@@ -10,6 +10,7 @@ backend that runs for months keeps nothing of every pod it ever saw.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 from elastic_agent.clock import Clock
@@ -38,6 +39,11 @@ class RecentlyGone:
         while self._seen and next(iter(self._seen.values())) < oldest:
             self._seen.popitem(last=False)
         return set(self._seen)
+
+    def next_expiry(self) -> float:
+        """When the oldest name is forgotten (clock seconds); infinity when none is kept."""
+        oldest = next(iter(self._seen.values()), None)
+        return math.inf if oldest is None else oldest + self._keep_s
 
     def __len__(self) -> int:
         return len(self._seen)

@@ -274,6 +274,18 @@ class PoolState:
     def deleted_by_us(self, name: str) -> bool:
         return name in self._deleted
 
+    def at_rest(self) -> bool:
+        """Nothing under way that a later ping would carry on: no pod being created or retired, none
+        deleted that the watch still shows, no change unwritten or unheard, no failing call, no hold."""
+        with self.lock:
+            busy = self._creating or self._retiring_now or self._deleted or self._annotations or self._labels
+            return not (busy or self._problems or self._changed or self._gone or len(self.book.holds))
+
+    def next_forgetting(self) -> float:
+        """The earliest time something kept is forgotten: a waiting job, a recipe, a pod gone recently."""
+        with self.lock:
+            return min(self.book.next_forgetting(), self._gone_recently.next_expiry())
+
     def change_mark(self) -> int:
         """The sequence number of the latest change made here (see `changed_since`)."""
         with self.lock:

@@ -20,7 +20,12 @@ tests/test_fast_path.py to leave every pod, wait and assignment of the standard 
   caught up in `_add_job` when the first job is scheduled, by the same additions the skipped ticks
   would have made, so every later tick falls on the same float as in the full path.
 
-Both skips remove events that do nothing, which holds only while no other part needs an event to act
+- A server-ping the backend can show would change nothing is not sent (quiet_pings.py decides; the
+  model only moves its next ping on, `skip_ping`). `agent_changes` counts what changes GoCD's agent list
+  other than a request or a kubelet event (the plugin's disable and delete calls, LostContact), so that
+  the decision sees every input of the ping.
+
+The first two skips remove events that do nothing, which holds only while no other part needs an event to act
 (a write waiting for its backoff, a graceful deletion waiting for the store's tick). The driver says so
 with `allow_skipping` before each event (virtual_time.py); when it stops allowing, the polls dropped
 early are queued again, so from then on every event of the full path happens.
@@ -29,12 +34,13 @@ early are queued again, so from then on every event of the full path happens.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_model import Agent, GoCDConfig, Job, SimulatedGoCD
+from elastic_agent.simulation.gocd_timing import EPSILON_S
 from elastic_agent.simulation.gocd_transport import PluginTransport
 
 SendValue = Callable[[str, dict[str, Any]], tuple[int, str]]
@@ -47,6 +53,7 @@ class FastSimulatedGoCD(SimulatedGoCD):
         self._send_value: SendValue | None = getattr(transport, "send_value", None)
         self._skipping = False
         self._dropped: dict[str, float] = {}  # agent id -> the poll dropped early, while skipping
+        self.agent_changes = 0
 
     def allow_skipping(self, allowed: bool) -> None:
         """Whether events that change nothing may be skipped from now on (the module's docstring)."""
@@ -76,6 +83,39 @@ class FastSimulatedGoCD(SimulatedGoCD):
                 self._completions.first(),
                 self._silences.first(),
             )
+
+    def ping_alone_at(self) -> float:
+        """The next ping's time when nothing else of this server's is due then or before; else infinity."""
+        with self._state_lock:
+            idle = self._skipping and not self._waiting and not self._planned
+            other = min(
+                math.inf if idle else self._next_scheduler_at,
+                self._polls.first(),
+                self._completions.first(),
+                self._silences.first(),
+            )
+            return self._next_ping_at if self._next_ping_at < other - EPSILON_S else math.inf
+
+    def next_ping_at(self) -> float:
+        return self._next_ping_at
+
+    def skip_ping(self) -> None:
+        """The next server-ping is not sent: only its time moves on, as `_run_ping` moves it."""
+        with self._state_lock:
+            self._next_ping_at += self.config.ping_interval_s
+            self.stats.pings_skipped += 1
+
+    def disable_agents(self, agent_ids: Iterable[str]) -> None:
+        self.agent_changes += 1
+        super().disable_agents(agent_ids)
+
+    def delete_agents(self, agent_ids: Iterable[str]) -> list[str]:
+        self.agent_changes += 1
+        return super().delete_agents(agent_ids)
+
+    def _lose_contact(self, agent: Agent, now: float) -> None:
+        self.agent_changes += 1
+        super()._lose_contact(agent, now)
 
     def _add_job(self, job: Job) -> None:
         if not self._waiting and not self._planned:

@@ -47,6 +47,7 @@ from profiles.schedule import parse_schedule
 
 if TYPE_CHECKING:
     from elastic_agent.simulation.fast_plugin import FastProjectPlugin
+    from elastic_agent.simulation.quiet_pings import QuietPings
 
 START = 1_700_000_000.0
 _EPSILON_S = 1e-6
@@ -92,6 +93,7 @@ class SimSettings:
     # The advisor's fast path (fast_gocd.py, fast_plugin.py): the same results with less work; only for
     # this project's backend (another plugin runs the full path).
     fast: bool = False
+    quiet_pings: bool = True  # on the fast path, skip the pings that would change nothing (quiet_pings.py)
     # Seconds from the trace's time 0 before which nothing is counted: the jobs arriving earlier and the
     # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
     judged_from_s: float = 0.0
@@ -323,6 +325,8 @@ class Simulation:
         hard_end = math.inf
         limit = origin + self._limit()
         fast = self.fast
+        quiet_pings = self._quiet_pings()
+        skipping = False
         while True:
             arrival = origin + pending[index].at if index < count else math.inf
             if fast is not None and isinstance(model, FastSimulatedGoCD):
@@ -332,7 +336,8 @@ class Simulation:
                 # next event ticks it). After the last arrival every event happens again, so the run
                 # ends at the same instant.
                 quiet = not fast.pending_writes() and not self.store.deleting()
-                model.allow_skipping(index < count and quiet)
+                skipping = index < count and quiet
+                model.allow_skipping(skipping)
             kubelet_due = kubelet.next_due()
             plugin_due = plugin.next_due()
             due = min(
@@ -348,21 +353,52 @@ class Simulation:
                 break
             if due > limit:
                 break  # something never finishes (a starving baseline): stop and report what happened
+            if (
+                skipping
+                and quiet_pings is not None
+                and due < min(arrival, math.inf if kubelet_due is None else kubelet_due) - _EPSILON_S
+                and (plugin_due is None or due < plugin_due - _EPSILON_S)
+                and quiet_pings.skip(due)
+            ):
+                continue
             clock.move_to(due)
             now = clock.now()
+            if quiet_pings is not None:
+                quiet_pings.step_begins(due)
+            eventful = False
             while index < count and origin + pending[index].at <= now + _EPSILON_S:
                 self._schedule(pending[index])
                 index += 1
+                eventful = True
             if plugin_due is not None and plugin_due <= now + _EPSILON_S:
                 plugin.wake()
                 plugin.settle()
+                eventful = True
+            eventful |= kubelet_due is not None and kubelet_due <= now + _EPSILON_S
             self._kubelet_step(now)
             model.step()
             plugin.settle()
             self._kubelet_step(now)
+            if quiet_pings is not None:
+                quiet_pings.step_ended(eventful=eventful)
             self.events += 1
         self._origin = origin
         self._simulated_s = clock.now() - origin
+
+    def _quiet_pings(self) -> QuietPings | None:
+        """The fast path's skipping of pings that would change nothing (quiet_pings.py), if asked for."""
+        fast, model = self.fast, self.model
+        if fast is None or not isinstance(model, FastSimulatedGoCD) or not self.settings.quiet_pings:
+            return None
+        from elastic_agent.simulation.quiet_pings import QuietPings
+
+        return QuietPings(
+            model,
+            fast.backend.backend,
+            fast.transport.requests,
+            lambda: self._changes,
+            fast.pending_writes,
+        )
 
     def _result(self, wall_s: float, part: Part | None = None) -> PolicyResult:
         judged_from = self.settings.judged_from_s
