@@ -85,11 +85,15 @@ class Stage:
         """The successor that may fire: the most often true, if often enough. A downstream edge must
         also explain most of its target's runs: a busy pipeline starts within seconds of many others'
         ends by chance, but a pipeline that a material triggers follows its upstream almost every time."""
-        plausible = [e for e in self.edges.values() if e.pipeline is None or _explains(e, stages, pipeline)]
-        edge = max(plausible, key=lambda e: e.came_true, default=None)
-        if edge is None or edge.came_true < MIN_CAME_TRUE or edge.came_true < MIN_RATE * self.judged:
-            return None
-        return edge
+        # The most often true plausible edge either clears both thresholds or none does, so only the
+        # edges that clear them are tested for plausibility: a busy stage has many coincidental ones.
+        floor = max(MIN_CAME_TRUE, MIN_RATE * self.judged)
+        plausible = [
+            e
+            for e in self.edges.values()
+            if e.came_true >= floor and (e.pipeline is None or _explains(e, stages, pipeline))
+        ]
+        return max(plausible, key=lambda e: e.came_true, default=None)
 
 
 def _explains(edge: Edge, stages: Mapping[StageKey, Stage], pipeline: str) -> bool:
@@ -215,11 +219,22 @@ class Shape:
         self._touched += 1
         return run.complete and self.expected(key, run) is not None
 
-    def expected(self, key: RunKey, run: Run) -> tuple[Edge, float, float] | None:
+    def expected(
+        self, key: RunKey, run: Run, best: dict[StageKey, Edge | None] | None = None
+    ) -> tuple[Edge, float, float] | None:
         """The successor a run's stage predicts, when it is expected and when its pods are to be ready,
-        if it may fire."""
-        stage = self.stages.get((key[0], key[2]))
-        edge = stage.best(self.stages, key[0]) if stage is not None and not run.followed else None
+        if it may fire. `best` keeps each stage's best edge while the stages do not change (one
+        stage has many open runs)."""
+        if run.followed:
+            return None
+        stage_key = (key[0], key[2])
+        if best is not None and stage_key in best:
+            edge = best[stage_key]
+        else:
+            stage = self.stages.get(stage_key)
+            edge = stage.best(self.stages, key[0]) if stage is not None else None
+            if best is not None:
+                best[stage_key] = edge
         if edge is None:
             return None
         if run.complete and run.last_done is not None and edge.after_done_s is not None:
@@ -281,8 +296,9 @@ class Shape:
         change of the runs or stages."""
         if self._due_for != (self._touched, lead_s):
             times: list[float] = []
+            best: dict[StageKey, Edge | None] = {}
             for key, run in self.runs.items():
-                expected = self.expected(key, run)
+                expected = self.expected(key, run, best)
                 if expected is not None:
                     times += [expected[2] - lead_s, expected[1] + LATE_S]
             self._due, self._due_for = sorted(times), (self._touched, lead_s)
