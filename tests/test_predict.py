@@ -19,8 +19,8 @@ from prometheus_client import generate_latest
 from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
-from elastic_agent.forecast.shape import MIN_CAME_TRUE, SPREAD_K, Shape
-from elastic_agent.forecast.store import config_map_name, from_data, to_data
+from elastic_agent.forecast.shape import MAX_DOWNSTREAM, MIN_CAME_TRUE, SPREAD_K, Shape
+from elastic_agent.forecast.store import KEY, config_map_name, from_data, to_data
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
@@ -351,6 +351,41 @@ def test_a_busy_pipeline_that_often_starts_after_another_ones_end_is_not_taken_f
     edge = shape.stages[("up", "build")].edges["busy/build"]
     assert edge.came_true >= MIN_CAME_TRUE
     assert shape.stages[("up", "build")].best(shape.stages, "up") is None
+
+
+def test_coincidental_downstream_edges_are_bounded_and_a_real_downstream_pipeline_still_fires() -> None:
+    """In the first 20 runs of `up` a different pipeline starts 5 s after each run ends (coincidences,
+    as a busy installation has them between all its pipelines); from run 21 on, `down`, which a
+    material triggers, starts 10 s after every run. The stage keeps at most MAX_DOWNSTREAM downstream
+    edges, in memory and in the ConfigMap, and the edge to `down` is the one that fires."""
+    shape, ids = Shape(), itertools.count(1)
+    events: list[tuple[float, int, JobIdentifier, bool]] = []
+
+    def run(pipeline: str, counter: int, at: float, took: float) -> None:
+        job = JobIdentifier(pipeline, str(counter), counter, "build", "1", "job", next(ids))
+        events.extend([(at, job.job_id, job, False), (at + took, job.job_id, job, True)])
+
+    for counter in range(1, 61):
+        start = 600.0 * counter
+        run("up", counter, start, 60.0)
+        run(
+            f"other-{counter}" if counter <= 20 else "down",
+            1 if counter <= 20 else counter,
+            start + 65.0,
+            30.0,
+        )
+    for at, _, job, completed in sorted(events, key=lambda e: (e[0], e[1])):
+        if completed:
+            shape.completed(job, at)
+        else:
+            shape.scheduled(job, "fp-" + job.pipeline_name, None, at)
+        shape.predictions(at)
+    up = shape.stages[("up", "build")]
+    assert sum(1 for edge in up.edges.values() if edge.pipeline is not None) == MAX_DOWNSTREAM
+    best = up.best(shape.stages, "up")
+    assert best is not None and (best.pipeline, best.came_true) == ("down", 40)
+    saved = json.loads(to_data(shape)[KEY])["stages"]
+    assert [len(item["next"]) for item in saved if item["pipeline"] == "up"] == [MAX_DOWNSTREAM]
 
 
 def test_a_stage_of_varying_length_has_its_successors_pods_ready_early_by_the_learned_spread() -> None:

@@ -37,6 +37,7 @@ MIN_RATE = 0.5  # and in at least this share of the judged runs of its stage
 LATE_S = 120.0  # a successor not scheduled this long after its expected time did not come
 FORGET_S = 6 * 3600.0  # a run with no learned successor is forgotten this long after it started
 MAX_RUNS = 4096  # open stage runs tracked at most (the oldest go first)
+MAX_DOWNSTREAM = 16  # downstream edges kept per stage (the least often true go first)
 DOWNSTREAM_S = 30.0  # a pipeline's first stage this soon after another's stage completed may follow it
 WEIGHT = 0.3  # each new delay's share of the running estimate (recent runs count most)
 SPREAD_K = 2.0  # pods are to be ready this many typical deviations before the expected start
@@ -94,6 +95,20 @@ class Stage:
             if e.came_true >= floor and (e.pipeline is None or _explains(e, stages, pipeline))
         ]
         return max(plausible, key=lambda e: e.came_true, default=None)
+
+    def bound_downstream(self, newest: str | None = None) -> None:
+        """Keep at most MAX_DOWNSTREAM downstream edges, dropping the least often true (the oldest of
+        those first, never `newest`). In a busy installation every pipeline starts near the end of
+        every other now and then, so without a bound the coincidences grow with the square of the
+        pipelines, in memory and in the ConfigMap (which Kubernetes limits to 1 MiB). A pipeline that
+        a material really triggers comes true at nearly every run and climbs above them."""
+        downstream = [name for name, edge in self.edges.items() if edge.pipeline is not None]
+        excess = len(downstream) - MAX_DOWNSTREAM
+        if excess <= 0:
+            return
+        candidates = [name for name in downstream if name != newest]
+        for name in sorted(candidates, key=lambda n: self.edges[n].came_true)[:excess]:
+            del self.edges[name]
 
 
 def _explains(edge: Edge, stages: Mapping[StageKey, Stage], pipeline: str) -> bool:
@@ -201,7 +216,11 @@ class Shape:
             if not 0.0 <= now - other.last_done <= DOWNSTREAM_S:
                 continue
             stage = self.stages.setdefault((other_key[0], other_key[2]), Stage())
-            edge = stage.edges.setdefault(f"{key[0]}/{key[2]}", Edge(key[2], pipeline=key[0]))
+            name = f"{key[0]}/{key[2]}"
+            edge = stage.edges.get(name)
+            if edge is None:
+                edge = stage.edges[name] = Edge(key[2], pipeline=key[0])
+                stage.bound_downstream(newest=name)
             edge.learn(now - other.started, now - other.last_done)
             other.followed = True  # judged once, when it is over (or followed in its own pipeline)
             learned = True

@@ -111,6 +111,7 @@ def _stage(item: Mapping[str, Any]) -> Stage:
             None if downstream is None else str(downstream),
             float(entry.get("spread_s", 0.0)),  # written since the margin was added
         )
+    stage.bound_downstream()  # a ConfigMap written before the bound may hold more
     return stage
 
 
@@ -129,6 +130,7 @@ def merge(into: Shape, learned: Shape) -> None:
                 mine.edges[name].came_true += edge.came_true
             else:
                 mine.edges[name] = edge
+        mine.bound_downstream()
         for fingerprint, jobs in stage.fanout.items():
             mine.fanout.setdefault(fingerprint, jobs)
             mine.environments.setdefault(fingerprint, stage.environments.get(fingerprint))
