@@ -327,27 +327,38 @@ def test_a_downstream_edge_survives_the_config_map_round_trip() -> None:
     assert edge.after_done_s == pytest.approx(10.0, abs=5.0)
 
 
+class StageRuns:
+    """One-job stage runs fed to a Shape in time order, as create-agent and job-completion give them."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[float, int, JobIdentifier, bool]] = []  # (when, order, job, completed?)
+        self.ids = itertools.count(1)
+
+    def run(self, pipeline: str, counter: int, at: float, took: float) -> None:
+        job = JobIdentifier(pipeline, str(counter), counter, "build", "1", "job", next(self.ids))
+        self.events.extend([(at, job.job_id, job, False), (at + took, job.job_id, job, True)])
+
+    def shape(self) -> Shape:
+        shape = Shape()
+        for at, _, job, completed in sorted(self.events, key=lambda e: (e[0], e[1])):
+            if completed:
+                shape.completed(job, at)
+            else:
+                shape.scheduled(job, "fp-" + job.pipeline_name, None, at)
+            shape.predictions(at)
+        return shape
+
+
 def test_a_busy_pipeline_that_often_starts_after_another_ones_end_is_not_taken_for_its_downstream() -> None:
     """`busy` starts every 10 s, so one of its runs begins within 30 s of every `up` run's end, but most
     of its runs follow nothing: the edge up/build -> busy/build does not explain busy's runs and must not
     fire. A real downstream pipeline, run only after `up` passes, does fire (the simulated test above)."""
-    shape, ids = Shape(), itertools.count(1)
-    events: list[tuple[float, int, JobIdentifier, bool]] = []  # (when, order, job, completed?)
-
-    def run(pipeline: str, counter: int, at: float, took: float) -> None:
-        job = JobIdentifier(pipeline, str(counter), counter, "build", "1", "job", next(ids))
-        events.extend([(at, job.job_id, job, False), (at + took, job.job_id, job, True)])
-
+    runs = StageRuns()
     for counter in range(1, 2 * 60 * 6):  # two hours of busy
-        run("busy", counter, 10.0 * counter, 5.0)
+        runs.run("busy", counter, 10.0 * counter, 5.0)
     for counter in range(1, 12):  # an up run every 10 minutes, done 60 s after it starts
-        run("up", counter, 600.0 * counter + 3.0, 60.0)
-    for at, _, job, completed in sorted(events, key=lambda e: (e[0], e[1])):
-        if completed:
-            shape.completed(job, at)
-        else:
-            shape.scheduled(job, "fp-" + job.pipeline_name, None, at)
-        shape.predictions(at)
+        runs.run("up", counter, 600.0 * counter + 3.0, 60.0)
+    shape = runs.shape()
     edge = shape.stages[("up", "build")].edges["busy/build"]
     assert edge.came_true >= MIN_CAME_TRUE
     assert shape.stages[("up", "build")].best(shape.stages, "up") is None
@@ -356,30 +367,15 @@ def test_a_busy_pipeline_that_often_starts_after_another_ones_end_is_not_taken_f
 def test_coincidental_downstream_edges_are_bounded_and_a_real_downstream_pipeline_still_fires() -> None:
     """In the first 20 runs of `up` a different pipeline starts 5 s after each run ends (coincidences,
     as a busy installation has them between all its pipelines); from run 21 on, `down`, which a
-    material triggers, starts 10 s after every run. The stage keeps at most MAX_DOWNSTREAM downstream
+    material triggers, does the same after every run. The stage keeps at most MAX_DOWNSTREAM downstream
     edges, in memory and in the ConfigMap, and the edge to `down` is the one that fires."""
-    shape, ids = Shape(), itertools.count(1)
-    events: list[tuple[float, int, JobIdentifier, bool]] = []
-
-    def run(pipeline: str, counter: int, at: float, took: float) -> None:
-        job = JobIdentifier(pipeline, str(counter), counter, "build", "1", "job", next(ids))
-        events.extend([(at, job.job_id, job, False), (at + took, job.job_id, job, True)])
-
+    runs = StageRuns()
     for counter in range(1, 61):
         start = 600.0 * counter
-        run("up", counter, start, 60.0)
-        run(
-            f"other-{counter}" if counter <= 20 else "down",
-            1 if counter <= 20 else counter,
-            start + 65.0,
-            30.0,
-        )
-    for at, _, job, completed in sorted(events, key=lambda e: (e[0], e[1])):
-        if completed:
-            shape.completed(job, at)
-        else:
-            shape.scheduled(job, "fp-" + job.pipeline_name, None, at)
-        shape.predictions(at)
+        runs.run("up", counter, start, 60.0)
+        later, its_counter = (f"other-{counter}", 1) if counter <= 20 else ("down", counter)
+        runs.run(later, its_counter, start + 65.0, 30.0)
+    shape = runs.shape()
     up = shape.stages[("up", "build")]
     assert sum(1 for edge in up.edges.values() if edge.pipeline is not None) == MAX_DOWNSTREAM
     best = up.best(shape.stages, "up")
