@@ -256,15 +256,16 @@ class Forecaster:
             return self.shape.next_due(self.clock.now(), self.lead_s)
 
     def quiet_until(self) -> float:
-        """When a ping may next do something here unprompted: a prediction comes within its lead time,
-        a pod started ahead and no longer listed is counted gone (`note_gone`), or what was learned is
-        due to be written."""
+        """When a ping may next do something here unprompted, after one at this time that did nothing:
+        a prediction comes within its lead time, a pod started ahead and no longer listed is counted
+        gone (`note_gone`), or what was learned is due to be written. A pod older than GONE_AFTER_S
+        is counted gone only once it is no longer listed, which a deletion (an event) tells first."""
         now = self.clock.now()
         with self._lock:
             if self._loading - set(self._saved) or self._problems:
                 return now  # a read or write that failed is tried again at every ping
             due = self.shape.next_due(now, self.lead_s)
-            times = [pod.started_at + GONE_AFTER_S for pod in self.pods.values()]
+            times = [t for t in (pod.started_at + GONE_AFTER_S for pod in self.pods.values()) if t >= now]
             revision = self.shape.revision
             owners = set(self._cluster_of.values())
             if any(held != revision and cluster in owners for cluster, held in self._saved.items()):

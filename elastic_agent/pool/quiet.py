@@ -23,8 +23,9 @@ from elastic_agent.pool.state import PoolState
 
 
 def quiet_until(state: PoolState, now: float) -> float:
-    """The earliest clock time at or after `now` at which a ping may act on this state; infinity when
-    none would (clock seconds)."""
+    """The earliest clock time at or after `now` at which a ping may act on this state, asked after a
+    ping at `now` (times already past were that ping's to act on); infinity when none would (clock
+    seconds)."""
     if not state.at_rest():
         return now
     settings = state.settings

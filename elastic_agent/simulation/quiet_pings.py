@@ -9,9 +9,10 @@ the time differs, and it can decide something only once the time passes one the 
 (`Backend.quiet_until`, pool/quiet.py). The pings before that time are skipped; the first event of any
 other kind ends the quiet stretch, and the ping after it is sent.
 
-`events_seen` wraps each loop step of the driver (virtual_time.py) and says whether it was inert;
-`skip` is asked before each step whose only due event may be the model's next ping. The full path never
-skips (it is the reference tests/test_quiet_pings.py compares with).
+`step_begins` and `step_ended` bracket each loop step of the driver (virtual_time.py), which says
+whether the step was eventful; `skip` is asked before each step whose only due event may be the
+model's next ping. The full path never skips (it is the reference tests/test_quiet_pings.py compares
+with).
 """
 
 from __future__ import annotations
