@@ -1,5 +1,5 @@
-"""The advisor's progress bar: tqdm's, when the `sim` extra is installed and a person watches (stderr is a
-terminal); otherwise a counter that draws nothing.
+"""The progress bar of the advisor and of `trace`: tqdm's, when the `sim` extra is installed and a
+person watches (stderr is a terminal); otherwise a counter that draws nothing.
 
 tqdm belongs to the `sim` extra, not to what the image installs to serve and advise, so it is imported
 only when a bar is asked for, and its absence means no bar rather than an advisor that cannot start.
@@ -38,13 +38,13 @@ class _Silent:
         pass
 
 
-def progress_bar(total: int, shown: bool) -> Progress:
-    """A bar counting `total` simulations on stderr if `shown` and tqdm is there; else a silent one."""
+def progress_bar(total: int, shown: bool, desc: str = "simulations", unit: str = "run") -> Progress:
+    """A bar counting `total` things (`desc`) on stderr if `shown` and tqdm is there; else a silent one."""
     if shown:
         try:
             from tqdm import tqdm
         except ImportError:
             return _Silent(total)
-        bar: Progress = tqdm(total=total, unit="run", desc="simulations", file=sys.stderr)
+        bar: Progress = tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
         return bar
     return _Silent(total)

@@ -21,12 +21,17 @@ Facts it relies on (GoCD's API reference, api.gocd.org, and gocd/gocd's controll
 from __future__ import annotations
 
 import logging
+import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import requests
+import urllib3
+from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
+from urllib3.util.retry import Retry
 
 from profiles.values import safe_url
 
@@ -37,15 +42,21 @@ ELASTIC_PROFILES_PATH = "/api/elastic/profiles"
 CLUSTER_PROFILES_ACCEPT = "application/vnd.go.cd.v1+json"
 ELASTIC_PROFILES_ACCEPT = "application/vnd.go.cd.v2+json"
 DEFAULT_TIMEOUT_S = 30.0
+# Reads are retried on what passes (a proxy's 429 or 502, GoCD's 503 while it starts, a timeout): the
+# back-off doubles from RETRY_BACKOFF_S, 5 tries at most; a 429's or 503's Retry-After is obeyed.
+RETRIES = 5
+RETRY_BACKOFF_S = 0.5
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class GoCDApiError(Exception):
     """GoCD refused a call or could not be reached. `str(error)` is a sentence for a person; `status` is
     GoCD's HTTP status (None: no answer at all)."""
 
-    def __init__(self, sentence: str, status: int | None = None) -> None:
+    def __init__(self, sentence: str, status: int | None = None, said: str | None = None) -> None:
         super().__init__(sentence)
         self.status = status
+        self.said = said  # GoCD's own `message`, when its answer had one
 
     @property
     def affects_every_call(self) -> bool:
@@ -130,12 +141,20 @@ class GoCDRestClient:
         *,
         session: requests.Session | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        backoff_s: float = RETRY_BACKOFF_S,
+        pool_size: int = 10,
     ) -> None:
         self.server_url = server_url.rstrip("/")
         self.shown_url = safe_url(self.server_url)
         self._auth = _BearerAuth(token)
-        self._session = session or requests.Session()
+        self._given_session = session
         self._timeout_s = timeout_s
+        self._backoff_s = backoff_s
+        self._pool_size = pool_size
+        self._local = threading.local()  # one Session per thread: requests does not promise more
+        self._lock = threading.Lock()
+        self.calls: Counter[str] = Counter()  # requests sent, by `what` kind; retries counted apart
+        self.retries = 0
 
     def __repr__(self) -> str:
         return f"GoCDRestClient({self.shown_url!r})"
@@ -176,12 +195,50 @@ class GoCDRestClient:
             body=profile.to_json(),
         )
 
-    def get_json(self, path: str, accept: str, what: str, params: Mapping[str, str] | None = None) -> Any:
+    def get_json(
+        self,
+        path: str,
+        accept: str,
+        what: str,
+        params: Mapping[str, str] | None = None,
+        kind: str | None = None,
+    ) -> Any:
         """GoCD's JSON answer to a GET of `path` (below the server URL, with query `params`), or
-        GoCDApiError with a sentence that names `what`, the thing asked for (history.py's read-only calls)."""
-        return self._call("GET", path, accept, what, params=params)
+        GoCDApiError with a sentence that names `what`, the thing asked for (history.py's read-only calls).
+        `kind` names the endpoint in `calls` (default: the path)."""
+        return self._call("GET", path, accept, what, params=params, kind=kind)
 
     # --- one call ------------------------------------------------------------------------------------
+
+    def _session(self) -> requests.Session:
+        """This thread's session, with GETs retried (never a POST: it may have been carried out)."""
+        if self._given_session is not None:
+            return self._given_session
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            retry = Retry(
+                total=RETRIES,
+                connect=RETRIES,
+                read=RETRIES,
+                status=RETRIES,
+                status_forcelist=RETRY_STATUSES,
+                allowed_methods=frozenset({"GET"}),
+                backoff_factor=self._backoff_s,
+                respect_retry_after_header=True,
+                raise_on_status=False,  # the last answer is turned into a sentence below
+            )
+            adapter = HTTPAdapter(max_retries=retry, pool_maxsize=self._pool_size)
+            session = requests.Session()
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            self._local.session = session
+        return session
+
+    def _count(self, kind: str, response: requests.Response) -> None:
+        retried = getattr(getattr(response.raw, "retries", None), "history", ())
+        with self._lock:
+            self.calls[kind] += 1
+            self.retries += len(retried) if isinstance(retried, tuple) else 0
 
     def _call(
         self,
@@ -191,6 +248,7 @@ class GoCDRestClient:
         what: str,
         body: dict[str, Any] | None = None,
         params: Mapping[str, str] | None = None,
+        kind: str | None = None,
     ) -> Any:
         """GoCD's JSON answer to a GET (None for a POST: success is all that counts, and the entity it
         echoes is not needed), or GoCDApiError with a sentence. Redirects are not followed: a POST would
@@ -201,7 +259,7 @@ class GoCDRestClient:
         if body is not None:
             headers["Content-Type"] = "application/json"
         try:
-            response = self._session.request(
+            response = self._session().request(
                 method,
                 url,
                 headers=headers,
@@ -226,8 +284,11 @@ class GoCDRestClient:
                 "the server up?)"
             ) from None
         log.debug("%s %s: %s", method, shown, response.status_code)  # never headers or bodies
+        self._count(kind or f"{method} {path}", response)
         if response.status_code >= 300:
-            raise GoCDApiError(_refusal(method, shown, what, response), response.status_code)
+            raise GoCDApiError(
+                _refusal(method, shown, what, response), response.status_code, _message(response)
+            )
         if body is not None:
             return None
         try:
@@ -280,6 +341,16 @@ def _properties(item: Mapping[str, Any]) -> tuple[Property, ...]:
 
 
 # --- error answers as sentences ------------------------------------------------------------------------
+
+
+def _message(response: requests.Response) -> str | None:
+    """GoCD's `message` in an error answer ({"message": M}: api-base MessageJson), if it has one."""
+    try:
+        answer = response.json()
+    except ValueError:
+        return None
+    message = answer.get("message") if isinstance(answer, Mapping) else None
+    return message.strip() if isinstance(message, str) and message.strip() else None
 
 
 def _refusal(method: str, shown: str, what: str, response: requests.Response) -> str:
@@ -357,5 +428,8 @@ def _connection_reason(error: requests.exceptions.RequestException) -> str:
     if isinstance(error, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema):
         return "the URL is not valid"
     if isinstance(error, requests.exceptions.ConnectionError):
+        reason = getattr(error.args[0], "reason", None) if error.args else None
+        if isinstance(reason, urllib3.exceptions.ReadTimeoutError):
+            return f"no answer in time, {RETRIES + 1} tries"
         return "the connection failed (refused, or the host is unknown)"
     return f"the request failed ({type(error).__name__})"

@@ -1,16 +1,18 @@
 """`python -m elastic_agent trace`: a trace of real jobs from a GoCD server's history, for the simulator and
 the advisor, and the waits those jobs really had.
 
-It reads every pipeline's config, the environments and the history of each job on an elastic profile
-through GoCD's REST API (`gocd/history.py` says which calls and what it relies on), and writes one line per
-job run since `--since`, sorted by `at`, in the trace format of `advisor/workload.py`:
+It reads, through GoCD's REST API, who the token is, the environments, every pipeline's config, the
+history of each stage with a job on an elastic profile and one stage instance per stage run
+(`gocd/history.py` says which calls and why), and writes one line per job run since `--since`, sorted by
+`at`, in the trace format of `advisor/workload.py` (`service/trace_file.py`):
 `{"at": "2026-11-24T09:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
 "duration": 280.0, "pipeline_counter": 59, "stage": "build", "stage_counter": 1, "job": "compile",
 "result": "Passed", "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
 time, so the time of day and the day of the week survive for schedules; the job identifier and result
-give the trace its pipeline shape (which stage runs follow which); `waited` and `built` are extra keys
-the loader ignores. It then prints what the jobs waited for an agent (scheduled -> assigned) per
-elastic profile: the baseline a reuse setting should beat.
+give the trace its pipeline shape; `waited` and `built` are extra keys the loader ignores. Run again on
+its own output, it extends the trace from where it ended (`--fresh` starts over). It then prints what
+the jobs waited for an agent per elastic profile (the baseline a reuse setting should beat), the calls
+it made, and what it left out and why.
 
 The token is read from a file (never an argument, which `ps` shows) and is never printed or logged.
 Exit status: 0 the trace is written, 2 a usage or connection error (a sentence on stderr, nothing written).
@@ -19,44 +21,40 @@ Exit status: 0 the trace is written, 2 a usage or connection error (a sentence o
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 from elastic_agent.advisor.measures import percentile
+from elastic_agent.advisor.progress import progress_bar
 from elastic_agent.clock import Clock, SystemClock
-from elastic_agent.gocd.history import REASONS, History, JobRun, read_history
+from elastic_agent.gocd.history import DEFAULT_CONCURRENCY, History, Window, read_history
+from elastic_agent.gocd.history_runs import REASONS
 from elastic_agent.gocd.rest_api import GoCDApiError, GoCDRestClient
 from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
+from elastic_agent.service.trace_file import (
+    TraceFile,
+    TraceFileError,
+    merged,
+    read_trace_file,
+    run_row,
+    write_trace_file,
+)
 from profiles.quantities import parse_duration
 
 DEFAULT_SINCE = "7d"
 DEFAULT_OUTPUT = "trace.jsonl"
-COLUMNS = (
-    "at",
-    "profile",
-    "environment",
-    "pipeline",
-    "duration",
-    "pipeline_counter",
-    "stage",
-    "stage_counter",
-    "job",
-    "result",
-    "waited",
-    "built",
-)
+MAX_CONCURRENCY = 16
 _BARE_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_DURATION_LIKE = re.compile(r"[\d.]+\s*[a-z]+(?:\s*[\d.]+\s*[a-z]+)*", re.IGNORECASE)
 
 DESCRIPTION = (
-    "Build a trace of real jobs from a GoCD server's job history (REST API): when each job on an elastic "
+    "Build a trace of real jobs from a GoCD server's history (REST API): when each job on an elastic "
     "profile was scheduled, its profile, environment and pipeline, how long it held its agent, and how "
-    "long it waited for one; print those waits per profile."
+    "long it waited for one; print those waits per profile. Run again on the same output, it extends it."
 )
 EPILOG = "Exit status: 0 the trace is written, 2 a usage or connection error."
 
@@ -66,21 +64,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(
         parser,
         "file holding a personal access token of a GoCD system administrator (pipeline configs and "
-        "environments are admin APIs)",
+        "environments are admin APIs; other users see part of the server, and trace says which part)",
     )
     parser.add_argument(
         "--since",
-        default=DEFAULT_SINCE,
+        default=None,
         metavar="WHEN",
         help=f"how far back: a duration (7d, 36h) or an ISO date or time, UTC unless it says otherwise "
-        f"(2026-11-17, 2026-11-17T08:00:00+01:00); default {DEFAULT_SINCE}",
+        f"(2026-11-17, 2026-11-17T08:00:00+01:00); default {DEFAULT_SINCE}. When extending a trace, "
+        "reading starts where the trace ended, or at --since if that is earlier",
     )
     parser.add_argument(
         "-o",
         "--output",
         default=DEFAULT_OUTPUT,
         metavar="FILE",
-        help=f"the trace to write: .jsonl (JSON lines) or .csv; default {DEFAULT_OUTPUT}",
+        help=f"the trace to write or extend: .jsonl (JSON lines) or .csv; default {DEFAULT_OUTPUT}",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="replace the output instead of extending it",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"calls to GoCD at a time, 1 to {MAX_CONCURRENCY}; default {DEFAULT_CONCURRENCY}",
+    )
+    parser.add_argument(
+        "--assume-no-environment",
+        action="store_true",
+        help="a pipeline in no environment the token may view is in none (say so only if you know: "
+        "GoCD shows a user who is not an administrator only the environments it may view)",
     )
 
 
@@ -96,26 +113,54 @@ def run(
     now = datetime.fromtimestamp((clock or SystemClock()).now(), UTC)
     try:
         server = server_url(args.server)
-        since = parse_since(args.since, now)
         output = _output_path(args.output)
+        since = parse_since(args.since or DEFAULT_SINCE, now)
+        concurrency = _concurrency(args.concurrency)
+        previous = None if args.fresh or not output.exists() else read_trace_file(output)
+        if previous is not None and previous.server != server:
+            raise UsageError(
+                f"{output} was traced from {previous.server}, not {server}: give another --output, or "
+                "--fresh to replace it"
+            )
         token = read_token(args.token_file)
-    except UsageError as error:
+    except (UsageError, TraceFileError) as error:
         print(f"error: {error}", file=err)
         return 2
+    if previous is not None:
+        start = previous.resume_from if args.since is None else min(since, previous.resume_from)
+        print(f"extending {output} from {_shown(start)} (--fresh starts over)", file=err)
+        since = start
     if server.lower().startswith("http://"):
         print("warning: --server is http://, so the token travels unencrypted; prefer https://", file=err)
-    client = GoCDRestClient(server, token)
+    client = GoCDRestClient(server, token, pool_size=concurrency)
+    window = Window(
+        int(since.timestamp() * 1000),
+        int(now.timestamp() * 1000),
+        previous.keys() if previous is not None else frozenset(),
+    )
+    shown = _interactive(err)
     try:
-        history = read_history(client, int(since.timestamp() * 1000), lambda line: print(line, file=err))
+        history = read_history(
+            client,
+            window,
+            concurrency=concurrency,
+            assume_no_environment=args.assume_no_environment,
+            say=lambda line: print(line, file=err),
+            bar=lambda total, what: progress_bar(total, shown, desc=what, unit="call"),
+        )
     except GoCDApiError as error:
         print(f"error: {error}", file=err)
         return 2
+    rows = merged(previous.rows if previous is not None else [], map(run_row, history.runs))
+    resume = datetime.fromtimestamp(history.resume_ms / 1000, UTC)
     try:
-        write_trace(history.runs, output)
+        write_trace_file(output, TraceFile(server, resume, rows))
     except OSError as error:
         print(f"error: cannot write the trace to {output}: {error.strerror}", file=err)
         return 2
-    report(history, since, output, out)
+    for warning in history.warnings:
+        print(f"warning: {warning}", file=err)
+    report(history, rows, since, output, out, calls=client.calls, retries=client.retries)
     return 0
 
 
@@ -128,8 +173,12 @@ def parse_since(text: str, now: datetime) -> datetime:
     if _BARE_NUMBER.fullmatch(raw):
         raise UsageError(f"--since {raw} needs a unit: write {raw}d for days or {raw}h for hours")
     try:
-        seconds = parse_duration(raw)
-    except ValueError:
+        seconds: float | None = parse_duration(raw)
+    except ValueError as error:
+        if _DURATION_LIKE.fullmatch(raw) and "too long" in str(error):
+            raise UsageError(
+                f"--since {raw} reaches back too far: trace reads at most 3650d (ten years)"
+            ) from None
         seconds = None
     if seconds is not None:
         if seconds <= 0:
@@ -161,88 +210,80 @@ def _output_path(text: str) -> Path:
     return path
 
 
-# --- the trace ---------------------------------------------------------------------------------------
+def _concurrency(value: int) -> int:
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise UsageError(
+            f"--concurrency {value} is out of range: 1 to {MAX_CONCURRENCY} calls at a time (more would load "
+            "GoCD's database without making the trace much faster)"
+        )
+    return value
 
 
-def write_trace(runs: Iterable[JobRun], path: Path) -> None:
-    """The runs in workload.py's trace format, `at` as ISO 8601 UTC (written to a temporary file first,
-    so a failed write leaves no half trace under the name)."""
-    rows = [_row(run) for run in runs]
-    partial = path.with_name(path.name + ".partial")
+def _interactive(stream: TextIO) -> bool:
     try:
-        with partial.open("w", encoding="utf-8", newline="") as sink:
-            if path.suffix == ".csv":
-                writer = csv.DictWriter(sink, fieldnames=COLUMNS)
-                writer.writeheader()
-                writer.writerows(rows)
-            else:
-                for row in rows:
-                    sink.write(json.dumps(row, separators=(",", ":")) + "\n")
-        partial.replace(path)
-    except OSError:
-        partial.unlink(missing_ok=True)
-        raise
-
-
-def _row(run: JobRun) -> dict[str, Any]:
-    at = datetime.fromtimestamp(run.scheduled_ms / 1000, UTC)
-    return {
-        "at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "profile": run.profile,
-        "environment": run.environment,
-        "pipeline": run.pipeline,
-        "duration": round(run.duration_s, 3),
-        "pipeline_counter": "" if run.pipeline_counter is None else run.pipeline_counter,
-        "stage": run.stage,
-        "stage_counter": run.stage_counter,
-        "job": run.job,
-        "result": run.result,
-        "waited": round(run.waited_s, 3),
-        "built": round(run.built_s, 3),
-    }
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 # --- the report --------------------------------------------------------------------------------------
 
 
-def report(history: History, since: datetime, output: Path, out: TextIO) -> None:
-    runs = history.runs
-    by_profile: dict[str, list[JobRun]] = {}
-    for run in runs:
-        by_profile.setdefault(run.profile, []).append(run)
-    if runs:
-        print(f"What jobs waited for an agent (scheduled -> assigned) since {_shown(since)}:", file=out)
-        rows = [_stats(name, by_profile[name]) for name in sorted(by_profile)]
+def report(
+    history: History,
+    rows: Sequence[Mapping[str, Any]],
+    since: datetime,
+    output: Path,
+    out: TextIO,
+    *,
+    calls: Mapping[str, int],
+    retries: int,
+) -> None:
+    """The waits of every run in the trace by profile, then what this read did: calls, runs, left out."""
+    by_profile: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_profile.setdefault(str(row.get("profile", "")), []).append(row)
+    if rows:
+        print("What jobs waited for an agent (scheduled -> assigned), every run in the trace:", file=out)
+        table = [_stats(name, by_profile[name]) for name in sorted(by_profile)]
         if len(by_profile) > 1:
-            rows.append(_stats("(all)", runs))
-        _table(("profile", "jobs", "mean wait", "p95 wait", "max wait", "mean duration"), rows, out)
-        everything = _stats("", runs)
-        print(
-            f"Summary: {_count(len(runs), 'job run')} on {_count(len(by_profile), 'elastic profile')} since "
-            f"{_shown(since)} written to {output}; they waited {everything[2]} on average, {everything[3]} "
-            "at p95.",
-            file=out,
-        )
-    else:
-        print(
-            f"Summary: no job run on an elastic profile since {_shown(since)}; {output} is an empty trace.",
-            file=out,
-        )
+            table.append(_stats("(all)", rows))
+        _table(("profile", "jobs", "mean wait", "p95 wait", "max wait", "mean duration"), table, out)
+    made = sum(calls.values())
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(calls.items(), key=lambda item: -item[1]))
+    print(
+        f"Summary: {_count(len(history.runs), 'new job run')} since {_shown(since)} "
+        f"({_count(history.known, 'run')} already in the trace); {output} now holds "
+        f"{_count(len(rows), 'job run')} on {_count(len(by_profile), 'elastic profile')}.",
+        file=out,
+    )
+    print(
+        f"Calls to GoCD: {made} ({kinds}); {_count(retries, 'retry', 'retries')}. "
+        f"{_count(history.stage_runs, 'stage run')} read.",
+        file=out,
+    )
     for line in _left_out(history):
         print(line, file=out)
 
 
-def _stats(name: str, runs: Sequence[JobRun]) -> tuple[str, ...]:
-    waits = sorted(run.waited_s for run in runs)
-    mean_duration = sum(run.duration_s for run in runs) / len(runs)
+def _stats(name: str, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    waits = sorted(_number(row.get("waited")) for row in rows)
+    mean_duration = sum(_number(row.get("duration")) for row in rows) / len(rows)
     return (
         name,
-        str(len(runs)),
+        str(len(rows)),
         _seconds(sum(waits) / len(waits)),
         _seconds(percentile(waits, 0.95)),
         _seconds(waits[-1]),
         _seconds(mean_duration),
     )
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _left_out(history: History) -> list[str]:
@@ -261,7 +302,7 @@ def _left_out(history: History) -> list[str]:
     if cancelled:
         lines.append(
             f"Kept: {_count(cancelled, 'job run')} cancelled after getting an agent (it held the agent "
-            "until then)."
+            "until then; written as Failed)."
         )
     return lines
 
@@ -283,5 +324,5 @@ def _shown(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
