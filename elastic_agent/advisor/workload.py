@@ -20,6 +20,14 @@ counts runs of the pipeline itself, one per job), `stage` (default `build`), `st
 `job` (the job's name, default `job`) and `result` (`Passed` or `Failed`, default `Passed`). These give a
 trace its pipeline shape: the jobs of one stage run, and the stage runs that follow one another.
 
+How `python -m elastic_agent trace` writes GoCD's runs (gocd/history_runs.py): one row per job run
+on an elastic agent that finished, `job` the instance's name, so a job of `run_instance_count` N is N
+rows (`unit-runInstance-1` ...); a stage re-run is rows of its own stage counter for the jobs that ran
+again, while the jobs GoCD copied into it without running them are not rows (their first run is); a run
+cancelled after it got its agent is a row with result `Failed` (it held the agent until then, and ends
+its pipeline's run like a failure), one cancelled while waiting is not a row (it never held an agent);
+a run whose agent was lost is not a row (GoCD hides that attempt and schedules a new one, which is).
+
 The trace's origin is the absolute time of its time 0: what gives cron periods (office hours, weekends)
 a meaning in a trace of seconds. ISO `at` times give it (the earliest job's time); a comment line
 `# origin: 2024-01-01T00:00:00+00:00` gives it to a trace of seconds (and, before ISO times, sets time 0
