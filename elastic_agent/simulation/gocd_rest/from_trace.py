@@ -8,7 +8,9 @@ job's elastic profile and a pipeline's environment those of its latest run (GoCD
 trace whose job changed profile is served with today's, while `truth()` keeps each run's own). Pipelines
 are grouped by their name's first part (`svc-03-deploy` in `svc`); `admin` is a system administrator,
 `ops` administers every group of the trace and of the extras, `dev` may view them. A job without
-`pipeline_counter` gets its own run of the pipeline, counted after the trace's own counters.
+`pipeline_counter` gets its own run of the pipeline, counted after the trace's own counters. A trace's
+`stage_counter` above 1 is the whole stage run again (ScheduleService.rerunStage: every job fresh, no
+`rerun_of_counter`); a rerun of failed jobs only, with copies of the others, is one of the extras.
 """
 
 from __future__ import annotations
