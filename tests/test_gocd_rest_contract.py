@@ -5,8 +5,10 @@ over real HTTP with `requests`."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -384,3 +386,48 @@ def test_tokens_and_media_types_are_checked_before_the_controllers(gocd: ServedG
     assert latest.status_code == 200 and latest.headers["Content-Type"].startswith(
         "application/vnd.go.cd.v3+json"
     )
+
+
+# The recorded answers of tests/test_trace_command.py are doubles too: held to the same fields.
+RECORDED = Path(__file__).parent / "data" / "gocd_history"
+
+
+def _recorded(name: str) -> Any:
+    return json.loads((RECORDED / name).read_text(encoding="utf-8"))
+
+
+def test_the_recorded_stage_answers_have_the_representers_fields_and_types() -> None:
+    for path in sorted(RECORDED.glob("stage_history_*.json")):
+        for stage in _recorded(path.name)["stages"]:
+            optional = {"cancelled_by"} if stage.get("result") == "Cancelled" else set()
+            assert set(stage) - optional == set(STAGE_HISTORY_ITEM), path.name
+            assert isinstance(stage["counter"], str) and isinstance(stage["pipeline_counter"], int)
+            for job in stage["jobs"]:
+                assert list(job) == STAGE_HISTORY_JOB, path.name
+    for path in sorted(RECORDED.glob("stage_*_*_*_*.json")):
+        if path.name.startswith("stage_history_"):
+            continue
+        stage = _recorded(path.name)
+        optional = {"cancelled_by"} if stage.get("result") == "Cancelled" else set()
+        assert set(stage) - optional == set(STAGE_INSTANCE), path.name
+        assert isinstance(stage["counter"], int)
+        for job in stage["jobs"]:
+            assert list(job) == STAGE_INSTANCE_JOB, path.name
+            assert [
+                job[key] for key in ("pipeline_name", "pipeline_counter", "stage_name", "stage_counter")
+            ] == [
+                None,
+                None,
+                None,
+                None,
+            ]
+
+
+def test_the_recorded_pipeline_configs_have_the_representers_fields() -> None:
+    for name in ("pipeline_api.json", "pipeline_web.json", "pipeline_deploy.json"):
+        config = _recorded(name)
+        assert set(config) == set(PIPELINE), name
+        for stage in config["stages"] or []:
+            assert set(stage) == set(STAGE_CONFIG), name
+            for job in stage["jobs"]:
+                assert set(job) - {"elastic_profile_id"} == set(JOB_CONFIG) - {"elastic_profile_id"}, name

@@ -118,13 +118,20 @@ class ElasticProfileRecord:
 
 class _BearerAuth(AuthBase):
     """Sets GoCD's bearer header. As an `auth` (not a plain header) it also keeps requests from replacing
-    it with a ~/.netrc entry; the token is in no repr."""
+    it with a ~/.netrc entry; the token is in no repr. Without a token no header is sent: a GoCD with
+    security off refuses any bearer token (401, "Bearer authentication credentials are not required,
+    since security has been disabled on this server": gocd/gocd's AccessTokenAuthenticationFilter)."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str | None) -> None:
         self._token = token
 
+    @property
+    def sends_token(self) -> bool:
+        return self._token is not None
+
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = f"bearer {self._token}"
+        if self._token is not None:
+            request.headers["Authorization"] = f"bearer {self._token}"
         return request
 
     def __repr__(self) -> str:
@@ -137,7 +144,7 @@ class GoCDRestClient:
     def __init__(
         self,
         server_url: str,
-        token: str,
+        token: str | None,
         *,
         session: requests.Session | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -286,9 +293,16 @@ class GoCDRestClient:
         log.debug("%s %s: %s", method, shown, response.status_code)  # never headers or bodies
         self._count(kind or f"{method} {path}", response)
         if response.status_code >= 300:
-            raise GoCDApiError(
-                _refusal(method, shown, what, response), response.status_code, _message(response)
-            )
+            said = _message(response)
+            sentence = _refusal(method, shown, what, response)
+            if response.status_code == 401 and not self._auth.sends_token:
+                sentence = (
+                    "GoCD wants a token: give --token-file (a personal access token of an admin). "
+                    f"GoCD said: {said}"
+                )
+            elif response.status_code == 401 and said and "security has been disabled" in said:
+                sentence += " Leave out --token-file for this server."
+            raise GoCDApiError(sentence, response.status_code, said)
         if body is not None:
             return None
         try:

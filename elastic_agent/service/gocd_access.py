@@ -15,7 +15,9 @@ class UsageError(Exception):
     """A wrong option or an unreadable token file: the message is the one line printed."""
 
 
-def add_server_arguments(parser: argparse.ArgumentParser, token_help: str) -> None:
+def add_server_arguments(
+    parser: argparse.ArgumentParser, token_help: str, *, token_required: bool = True
+) -> None:
     parser.add_argument(
         "--server",
         required=True,
@@ -24,7 +26,7 @@ def add_server_arguments(parser: argparse.ArgumentParser, token_help: str) -> No
     )
     parser.add_argument(
         "--token-file",
-        required=True,
+        required=token_required,
         metavar="F",
         help=f"{token_help}; '-' reads it from standard input (one line), so that it is never on disk",
     )

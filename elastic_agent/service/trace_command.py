@@ -64,7 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(
         parser,
         "file holding a personal access token of a GoCD system administrator (pipeline configs and "
-        "environments are admin APIs; other users see part of the server, and trace says which part)",
+        "environments are admin APIs; other users see part of the server, and trace says which part); "
+        "leave it out for a GoCD with security off, which refuses any token",
+        token_required=False,
     )
     parser.add_argument(
         "--since",
@@ -122,7 +124,7 @@ def run(
                 f"{output} was traced from {previous.server}, not {server}: give another --output, or "
                 "--fresh to replace it"
             )
-        token = read_token(args.token_file)
+        token = read_token(args.token_file) if args.token_file is not None else None
     except (UsageError, TraceFileError) as error:
         print(f"error: {error}", file=err)
         return 2
@@ -130,7 +132,7 @@ def run(
         start = previous.resume_from if args.since is None else min(since, previous.resume_from)
         print(f"extending {output} from {_shown(start)} (--fresh starts over)", file=err)
         since = start
-    if server.lower().startswith("http://"):
+    if server.lower().startswith("http://") and token is not None:
         print("warning: --server is http://, so the token travels unencrypted; prefer https://", file=err)
     client = GoCDRestClient(server, token, pool_size=concurrency)
     window = Window(
