@@ -94,7 +94,8 @@ class SilentGoCD:
 
 def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
     identity = PodIdentity(server_id="bench", cluster="c0")
-    specs = [JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None) for n in range(fingerprints)]
+    server = "https://gocd.example.test/go"
+    specs = [JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None, server) for n in range(fingerprints)]
     views = []
     for n in range(pods):
         spec = specs[n % fingerprints]

@@ -1,11 +1,12 @@
 """The backend's long-lived parts wired together: one pool per cluster, the GoCD clients, health.
 
 Requests carry profile properties, not profile ids, so a cluster is found by where it is: its URL and
-namespace. The GoCD server id (needed in every pod's labels) is asked once and kept; after that a pool
-is connected without waiting on the network (its pod list comes in the background: cluster_pool.py).
+namespace. The GoCD server id (needed in every pod's labels) is asked once and kept, with the site URLs
+a blank go_server_url stands for (gocd/known_server.py); after that a pool is connected without
+waiting on the network (its pod list comes in the background: cluster_pool.py).
 
-Locking: `_lock` guards `_pools`, `_credentials`, `_replaced` and `_server_id`; it is never held while a
-cluster is connected or GoCD is asked, and never taken inside a pool's lock.
+Locking: `_lock` guards `_pools`, `_credentials` and `_replaced`; it is never held while a cluster is
+connected or GoCD is asked, and never taken inside a pool's lock.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from elastic_agent.background import Background, BackgroundFactory, WorkerThread
 from elastic_agent.clock import Clock
 from elastic_agent.forecast.forecaster import Forecaster
 from elastic_agent.gocd.health import HealthReporter
+from elastic_agent.gocd.known_server import KnownServer
 from elastic_agent.gocd.messages import cache_capacities, cache_sizes
 from elastic_agent.gocd.narrator import Narrator, ThreadedNarrator
 from elastic_agent.gocd.server import GoCDServer, GoCDServerSource
@@ -62,7 +64,7 @@ class Backend:
     _pools: dict[str, ClusterPool] = field(default_factory=dict)
     _credentials: dict[str, str] = field(default_factory=dict)  # pool key -> digest of those in use
     _replaced: dict[str, deque[str]] = field(default_factory=dict)  # pool key -> digests it has left
-    _server_id: str | None = None
+    server: KnownServer = field(default_factory=KnownServer)  # GoCD's server id and site URLs
     _template_problems: set[str] = field(default_factory=set)  # health keys; the ping's thread only
     _schedule_warnings: set[str] = field(default_factory=set)  # health keys; the ping's thread only
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -82,19 +84,23 @@ class Backend:
         key: bytes | None = None,
         *,
         wait: bool = True,
+        gocd: GoCDServer | None = None,
     ) -> JobSpec:
-        return self.job_specs.spec(elastic, cluster, environment, pipeline, key, wait=wait)
+        """`gocd`: asked for its site URLs when the profile's go_server_url is blank and they are not
+        known yet; None (the requests that never wait) raises ServerUrlUnknown instead."""
+        server_url = self.server.pods_url(cluster, gocd if wait else None)
+        return self.job_specs.spec(
+            elastic, cluster, environment, pipeline, key, wait=wait, server_url=server_url
+        )
 
     def server_id(self, gocd: GoCDServer) -> str:
-        with self._lock:
-            known = self._server_id
+        known = self.server.server_id()
         if known is not None:
             return known
-        info = gocd.server_info()  # outside the lock: a slow GoCD must not hold up other requests
-        with self._lock:
-            if self._server_id is None:
-                self._server_id = info.server_id
-            return self._server_id
+        self.server.get(gocd)  # outside any lock: a slow GoCD must not hold up other requests
+        server_id = self.server.server_id()
+        assert server_id is not None, "asked just now"
+        return server_id
 
     def pool(self, profile: ClusterProfile, gocd: GoCDServer, *, current: bool = False) -> ClusterPool:
         """The pool of the profile's cluster, connected on first use (which asks GoCD for its server id
@@ -121,8 +127,7 @@ class Backend:
         pool = self._existing(profile, current=False)
         if pool is not None:
             return pool
-        with self._lock:
-            server_id = self._server_id
+        server_id = self.server.server_id()
         if server_id is not None:
             return self._connect(profile, server_id)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 
+from elastic_agent.gocd.known_server import NoServerUrl
 from elastic_agent.gocd.messages import CreateAgentRequest, JobCompletionRequest, ShouldAssignWorkRequest
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Unreachable
@@ -34,7 +35,9 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
     backend = ctx.backend
     gocd = ctx.gocd()
     try:
-        spec = backend.spec(request.elastic_profile, cluster, request.environment, request.job.pipeline_name)
+        spec = backend.spec(
+            request.elastic_profile, cluster, request.environment, request.job.pipeline_name, gocd=gocd
+        )
         pool = backend.pool(cluster, gocd)
         if backend.forecast.scheduled(request.job, spec, pool.identity.cluster):
             pool.in_background("reading what prediction learned", lambda: backend.forecast.load(pool))
@@ -49,6 +52,8 @@ def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Re
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
     except (ProfileError, RemoteFileError) as error:  # sentences written for people, without secrets
+        # A blank go_server_url GoCD has no usable URL for is told at every re-send; server-ping also
+        # shows it in GoCD's health messages (server_ping._report_server_url).
         ctx.console(request.job, f"could not create an agent pod: {error}")
         raise
     except GoCDError:
@@ -82,7 +87,9 @@ def should_assign_work_request(request: ShouldAssignWorkRequest, ctx: RequestCon
             request.elastic_profile, cluster, request.environment, job.pipeline_name, request.spec_key,
             wait=False,
         )  # fmt: skip
-    except RemoteFileError:
+    except (RemoteFileError, NoServerUrl):
+        # A template being fetched, or a blank go_server_url GoCD has no usable URL for (or was not
+        # asked for yet): no pod of this spec can be waiting for the job.
         return _FALSE
     pool = backend.pool_at_once(cluster, gocd)  # never waits: no pool yet, no pod it knows
     answer = pool is not None and pool.should_assign_work(request.agent.agent_id, job, spec, gocd)
@@ -110,8 +117,8 @@ def job_completion_request(request: JobCompletionRequest, ctx: RequestContext) -
             spec: JobSpec | None = backend.spec(
                 request.elastic_profile, cluster, environment, request.job.pipeline_name, wait=False
             )
-        except RemoteFileError:
-            spec = None  # the remote template is being fetched: the pod's own annotations decide
+        except (RemoteFileError, NoServerUrl):
+            spec = None  # the template is being fetched, or GoCD's site URL is unknown: the pod decides
         said = pool.job_completed(request.agent_id, request.job, spec, gocd)
         # The last job of a stage completing is the best sign that the next one is near.
         if (spec is None or spec.predict) and backend.forecast.completed(request.job, spec):

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from elastic_agent.gocd.messages import MigrateConfigRequest, ValidateProfileRequest
+from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.connect import NO_CLUSTER, can_connect_without_url
 from executors.base import RequestContext, Response
 from profiles import metadata, validation, views
+from profiles.errors import ProfileError
+from profiles.server_url import pods_server_url
+
+log = logging.getLogger(__name__)
 
 
 def cluster_profile_metadata(body: str, ctx: RequestContext) -> Response:
@@ -28,15 +35,36 @@ def validate_cluster_profile(body: str, ctx: RequestContext) -> Response:
     values = ValidateProfileRequest.parse(body, "validate-cluster-profile").values
     problems = validation.validate_cluster_profile(values)
     # The profile alone cannot tell whether a blank URL works: that depends on where the backend runs.
-    url = values.get("kubernetes_cluster_url")
-    blank = url is None or (isinstance(url, str) and not url.strip())
     if (
-        blank
+        _blank(values.get("kubernetes_cluster_url"))
         and not can_connect_without_url()
         and not any(p["key"] == "kubernetes_cluster_url" for p in problems)
     ):
         problems.append({"key": "kubernetes_cluster_url", "message": NO_CLUSTER})
+    if _blank(values.get("go_server_url")) and not any(p["key"] == "go_server_url" for p in problems):
+        problem = _site_url_problem(ctx)
+        if problem is not None:
+            problems.append({"key": "go_server_url", "message": problem})
     return Response.json(problems)
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _site_url_problem(ctx: RequestContext) -> str | None:
+    """What is wrong with the URL a blank go_server_url stands for, GoCD's secure site URL, asked now (an
+    administrator may just have set it); None when it is usable. The official plugin refuses the blank
+    at this point too when GoCD has no secure site URL. When GoCD cannot be asked, the profile is not
+    refused for it: server-ping and create-agent say so once it is used."""
+    try:
+        info = ctx.backend.server.refresh(ctx.gocd())
+        pods_server_url(info.secure_site_url, info.site_url)
+    except ProfileError as error:
+        return error.message
+    except GoCDError as error:
+        log.warning("could not ask GoCD for its secure site URL to check a blank go_server_url: %s", error)
+    return None
 
 
 def validate_elastic_profile(body: str, ctx: RequestContext) -> Response:

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 
 from elastic_agent.gocd.messages import Agent, ServerPingRequest, cluster_profile
+from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
 from elastic_agent.pool.agents_without_pods import agents_without_pods
 from elastic_agent.pool.applier import remove_agents
@@ -21,6 +22,7 @@ from profiles.values import safe_url
 log = logging.getLogger(__name__)
 CALL_KINDS = ("write", "delete")  # pool.state.PROBLEMS
 AGENTS_KEPT = "agents:without-pods"  # the health message of agents_without_pods.AgentRemoval.warning
+SERVER_URL = "server-url:"  # health messages of clusters whose blank go_server_url has no usable URL
 
 
 def server_ping(body: str, ctx: RequestContext) -> Response:
@@ -36,6 +38,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
     every_cluster_seen = True
     every_profile_read = True
     named: set[str] = set()  # the clusters the ping names (pool keys), whether or not they answer
+    read: list[ClusterProfile] = []
     for index, properties in enumerate(request.cluster_profiles):
         try:
             cluster = cluster_profile(properties)
@@ -46,6 +49,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             every_cluster_seen = every_profile_read = False
             continue
         backend.health.resolved(f"profile:{index}")
+        read.append(cluster)
         named.add(cluster_label(cluster.cluster_key))
         try:
             pool = backend.pool(cluster, gocd, current=True)  # the ping's profiles are today's
@@ -66,6 +70,7 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
         except ClusterError as error:
             every_cluster_seen = False
             backend.report_cluster_problem(cluster, _unreachable(cluster, error))
+    _report_server_url(ctx, read)
     if every_profile_read:  # an unreadable profile may be the one an unpinged pool belongs to
         _wind_down_orphaned_pools(ctx, named, agents, marks)
     if every_cluster_seen and all(pool.synced for pool in backend.pools()):
@@ -75,6 +80,32 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
     backend.report_versions()
     backend.publish_health(gocd)
     return Response.text("")
+
+
+def _report_server_url(ctx: RequestContext, clusters: list[ClusterProfile]) -> None:
+    """A blank go_server_url stands for GoCD's secure site URL, which an administrator may change or
+    remove at any time: while some profile leaves it blank, GoCD is asked again at every ping (new pods
+    take the new URL from then on, under a new fingerprint), and a cluster whose pods could not register
+    (GoCD has no secure site URL, or one agents refuse) is shown in GoCD's health messages until it can;
+    each of its jobs says the same in its console at create-agent."""
+    backend = ctx.backend
+    failing: set[str] = set()
+    blank = [cluster for cluster in clusters if not cluster.go_server_url]
+    if blank:
+        try:
+            backend.server.refresh(ctx.gocd())
+        except GoCDError as error:
+            log.warning("could not ask GoCD for its site URLs (the last ones known are used): %s", error)
+    for cluster in blank:
+        try:
+            backend.server.pods_url(cluster, None)
+        except ProfileError as error:
+            key = SERVER_URL + cluster.cluster_key
+            failing.add(key)
+            message = f"{_where(cluster)}: no agent pod can be created: go_server_url is {error.message}"
+            backend.health.problem(key, message)
+    for key in backend.health.keys(SERVER_URL) - failing:
+        backend.health.resolved(key)
 
 
 def _unreachable(cluster: ClusterProfile, error: ClusterError) -> str:

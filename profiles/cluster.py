@@ -21,16 +21,23 @@ def check_cluster_properties(
     return read_properties(CLUSTER_FIELDS, props, report_unknown=report_unknown)
 
 
+# fabric8's last resort, and kubectl's: where pods go when nothing else names a namespace.
+FALLBACK_NAMESPACE = "default"
+
+
 @dataclass(frozen=True)
 class ClusterProfile:
     """Parsed cluster profile settings. Durations are in seconds; `None` means no limit.
 
+    `go_server_url` is None when the profile leaves it blank: the pods then register with GoCD's secure
+    site URL, as with the official plugin (server_url.py; the backend knows it, the profile does not).
+    `namespace` is always a name: a blank one is read as `blank_namespace` says (`from_properties`).
     The two secrets are left out of repr() so that logging a profile never prints them.
     """
 
-    go_server_url: str
+    go_server_url: str | None
     kubernetes_cluster_url: str | None = None
-    namespace: str = "default"
+    namespace: str = FALLBACK_NAMESPACE
     security_token: str | None = field(default=None, repr=False)
     kubernetes_cluster_ca_cert: str | None = field(default=None, repr=False)  # PEM, whichever way given
     cluster_request_timeout: float = 10.0
@@ -41,16 +48,19 @@ class ClusterProfile:
     max_pod_lifetime: float | None = None
 
     @classmethod
-    def from_properties(cls, props: Any) -> ClusterProfile:
+    def from_properties(cls, props: Any, *, blank_namespace: str = FALLBACK_NAMESPACE) -> ClusterProfile:
         """Raise ProfileError with validation's message if a setting is unusable. Unknown keys are
-        ignored here (validation reports them) so that a stray key never stops running jobs."""
+        ignored here (validation reports them) so that a stray key never stops running jobs.
+
+        `blank_namespace`: what a blank namespace means where the profile is used, the namespace the
+        official plugin would take there (the backend finds it: elastic_agent/kube/namespace.py)."""
         values, problems = check_cluster_properties(props, report_unknown=False)
         if problems:
             raise ProfileError(*problems[0], problems=tuple(problems))
         return cls(
             go_server_url=values["go_server_url"],
             kubernetes_cluster_url=values["kubernetes_cluster_url"],
-            namespace=values["namespace"],
+            namespace=values["namespace"] or blank_namespace,
             security_token=values["security_token"],
             kubernetes_cluster_ca_cert=values["kubernetes_cluster_ca_cert"],
             cluster_request_timeout=values["cluster_request_timeout"],

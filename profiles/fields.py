@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from profiles.placeholders import AGENT_IMAGE_NAME, AGENT_IMAGE_TAG
 from profiles.quantities import parse_cpu, parse_memory
 from profiles.schedule import parse_schedule
 from profiles.values import (
@@ -54,9 +55,9 @@ CLUSTER_FIELDS: tuple[Field, ...] = (
         "go_server_url",
         "GoCD server URL",
         "The URL agent pods use to reach GoCD, ending in /go, e.g. https://gocd.example.com/go. "
-        "Not localhost: a pod would reach itself.",
+        "Not localhost: a pod would reach itself. Blank: GoCD's secure site URL (Admin > Server "
+        "Configuration), as with the official plugin; it must then end in /go.",
         go_server_url,
-        required=True,
     ),
     Field(
         "kubernetes_cluster_url",
@@ -65,7 +66,13 @@ CLUSTER_FIELDS: tuple[Field, ...] = (
         "kubeconfig of the plugin's backend.",
         http_url,
     ),
-    Field("namespace", "Namespace", "Where agent pods run. Default: default.", dns_label, default="default"),
+    Field(
+        "namespace",
+        "Namespace",
+        "Where agent pods run. Blank: the namespace the official plugin would take, the backend's own "
+        "(its pod's service account), else its kubeconfig context's, else default.",
+        dns_label,
+    ),
     Field(
         "security_token",
         "Security token",
@@ -134,8 +141,10 @@ _PROPERTIES_MODE = "PodSpecType == 'properties' || !PodSpecType && SpecifiedUsin
 _YAML_MODE = "PodSpecType == 'yaml' || !PodSpecType && SpecifiedUsingPodConfiguration == 'true'"
 _REMOTE_MODE = "PodSpecType == 'remote'"
 _PLACEHOLDER_HELP = (
-    "Placeholders: {{ POD_POSTFIX }}, {{ CONTAINER_POSTFIX }}, {{ GOCD_AGENT_IMAGE }} and "
-    "{{ LATEST_VERSION }}; other text is left as written. No metadata.namespace, no generateName."
+    "Placeholders: {{ POD_POSTFIX }}, {{ CONTAINER_POSTFIX }}, "
+    f"{{{{ GOCD_AGENT_IMAGE }}}} ({AGENT_IMAGE_NAME}) and {{{{ LATEST_VERSION }}}} ({AGENT_IMAGE_TAG}), "
+    "as the official plugin renders them; other text is left as written. No metadata.namespace, "
+    "no generateName."
 )
 
 ELASTIC_FIELDS: tuple[Field, ...] = (
@@ -151,7 +160,7 @@ ELASTIC_FIELDS: tuple[Field, ...] = (
     Field(
         "Image",
         "Image",
-        "The agent image, e.g. gocd/gocd-agent-wolfi:v24.3.0.",
+        f"The agent image, e.g. {AGENT_IMAGE_NAME}:{AGENT_IMAGE_TAG}.",
         image,
         show_when=_PROPERTIES_MODE,
     ),

@@ -25,7 +25,7 @@ LABEL_LENGTH = 20  # hex characters of the digest in the pod label (80 bits: no 
 class FingerprintInputs:
     pod_template: Mapping[str, Any]  # rendered, with POD_POSTFIX/CONTAINER_POSTFIX still symbolic
     cluster_key: str  # the cluster URL and namespace (ClusterProfile.cluster_key)
-    go_server_url: str
+    go_server_url: str  # what pods register with: the profile's, or for a blank one GoCD's secure site URL
     environment: str | None
     pipeline: str | None  # only with ReuseScope=pipeline
 

@@ -30,10 +30,13 @@ GOCD_AGENT_IMAGE = "GOCD_AGENT_IMAGE"
 LATEST_VERSION = "LATEST_VERSION"
 PLACEHOLDERS = (POD_POSTFIX, CONTAINER_POSTFIX, GOCD_AGENT_IMAGE, LATEST_VERSION)
 
-# The official plugin's values (its KubernetesInstanceFactory): the Wolfi-based agent image and a tag
-# known to be published for it. The image repository publishes no `latest` tag, so a fixed tag is needed.
+# What the official plugin's current release renders for {{ GOCD_AGENT_IMAGE }} and {{ LATEST_VERSION }}:
+# two constants in KubernetesInstanceFactory.getJinJavaContext of gocd/kubernetes-elastic-agents 5.0.2
+# (tag v5.0.2-779, commit d8ce58a89ffb3a96db3eeb8ad3ec846257eabc87; unchanged on main at 8128178), no
+# lookup. The same values here, so that a template moved over from it runs the same agent image. The
+# image repository publishes no `latest` tag, so the tag is a fixed one in both plugins.
 AGENT_IMAGE_NAME = "gocd/gocd-agent-wolfi"
-AGENT_IMAGE_TAG = "v24.3.0"
+AGENT_IMAGE_TAG = "v25.4.0"
 
 POD_POSTFIX_TOKEN = "{{POD_POSTFIX}}"
 CONTAINER_POSTFIX_TOKEN = "{{CONTAINER_POSTFIX}}"

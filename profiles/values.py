@@ -167,7 +167,7 @@ def text_value(text: str) -> str:
 def image(text: str) -> str:
     raw = text.strip()
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-/:@]*", raw):
-        raise ValueError(f"{raw!r} is not an image name such as gocd/gocd-agent-wolfi:v24.3.0")
+        raise ValueError(f"{raw!r} is not an image name such as gocd/gocd-agent-wolfi:v25.4.0")
     return raw
 
 

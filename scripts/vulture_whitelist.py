@@ -16,7 +16,7 @@ _.last_response
 
 # Flask routes and hooks, registered by decorator (the fake GoCD admin API: tests/gocd_admin_api.py).
 healthz, livez, readyz, metrics_page
-gate, plugin_info, pipeline_groups, create_pipeline
+gate, plugin_info, pipeline_groups, create_pipeline, site_urls
 
 # PyYAML's Dumper hook, overridden in elastic_agent/service/helm_values.py: read by PyYAML.
 _.ignore_aliases

@@ -63,9 +63,27 @@ def test_every_setting_is_read() -> None:
     assert profile.max_pod_lifetime == 86400
 
 
-def test_missing_go_server_url_is_reported() -> None:
-    assert [p["key"] for p in validate_cluster_profile({})] == ["go_server_url"]
-    assert "must be set" in validate_cluster_profile({"go_server_url": "  "})[0]["message"]
+def test_a_blank_go_server_url_is_valid_and_left_to_gocds_secure_site_url() -> None:
+    """The official plugin accepts a blank one (GoServerURLMetadata.doValidate returns no error for a
+    blank input, gocd/kubernetes-elastic-agents 5.0.2) and then takes GoCD's secure site URL, which only
+    the backend knows (tests/test_official_defaults.py): the profile says None."""
+    assert validate_cluster_profile({}) == []
+    assert validate_cluster_profile({"go_server_url": "  "}) == []
+    assert ClusterProfile.from_properties({}).go_server_url is None
+    assert ClusterProfile.from_properties({"go_server_url": " "}).go_server_url is None
+
+
+def test_a_blank_namespace_is_the_one_the_caller_says_a_blank_means() -> None:
+    blank = {**GOOD, "namespace": "  "}
+    assert ClusterProfile.from_properties(blank, blank_namespace="gocd").namespace == "gocd"
+    assert ClusterProfile.from_properties(GOOD, blank_namespace="gocd").namespace == "gocd"
+    named = {**GOOD, "namespace": "agents"}
+    assert ClusterProfile.from_properties(named, blank_namespace="gocd").namespace == "agents"
+    # The pool of a blank namespace and of the same name typed out is one: their cluster keys are equal.
+    assert (
+        ClusterProfile.from_properties(GOOD, blank_namespace="agents").cluster_key
+        == ClusterProfile.from_properties(named).cluster_key
+    )
 
 
 @pytest.mark.parametrize(
@@ -227,7 +245,7 @@ def test_any_input_gets_an_answer(props: Any) -> None:
 
 def test_every_problem_is_reported_at_once() -> None:
     keys = {p["key"] for p in validate_cluster_profile({"namespace": "A", "max_pods": "x", "bar": "1"})}
-    assert keys == {"go_server_url", "namespace", "max_pods", "bar"}
+    assert keys == {"namespace", "max_pods", "bar"}
 
 
 def test_from_properties_raises_with_the_validation_message() -> None:

@@ -89,7 +89,7 @@ def test_an_empty_pool_is_quiet_for_ever_and_a_waiting_job_until_it_is_forgotten
     _, _, state = pool_on_a_cluster()
     assert quiet.quiet_until(state, NOW) == math.inf
     job = JobIdentifier("app", "app-1", 1, "build", "1", "compile", 7)
-    spec = JobSpec("v1:abc", {}, True, None, 600.0, 0, None)
+    spec = JobSpec("v1:abc", {}, True, None, 600.0, 0, None, "https://gocd.example.test/go")
     state.book.wait(job, spec, "key", NOW)
     assert quiet.quiet_until(state, NOW + 10) == NOW + WAITING_TTL_S
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from elastic_agent.caching import DigestCache, digest, parts_digest
 from elastic_agent.gocd.body import LONG_MAX, BadRequest, Body, Properties, plain_properties
+from elastic_agent.kube.namespace import blank_namespace
 from profiles.cluster import ClusterProfile
 
 Value = TypeVar("Value")
@@ -132,8 +133,12 @@ def properties_key(props: Mapping[str, str]) -> bytes:
 def cluster_profile(props: Mapping[str, str], key: bytes | None = None) -> ClusterProfile:
     """The parsed cluster profile (raises ProfileError); `key` is `properties_key(props)` when known.
     Parsing validates URLs, durations and certificates, and every request carries a profile, so identical
-    properties are parsed once."""
-    return _clusters.get(key or properties_key(props), lambda: ClusterProfile.from_properties(dict(props)))
+    properties are parsed once. A blank namespace is the one the official plugin would take here
+    (kube/namespace.py)."""
+    return _clusters.get(
+        key or properties_key(props),
+        lambda: ClusterProfile.from_properties(dict(props), blank_namespace=blank_namespace().name),
+    )
 
 
 def spec_key(elastic: Mapping[str, str], environment: str | None, pipeline: str) -> bytes:

@@ -10,11 +10,14 @@ Facts it relies on (GoCD's API reference, api.gocd.org, and gocd/gocd's controll
   (since 19.3). The list is `_embedded.profiles[]`, each with `id`, `cluster_profile_id` and `properties`:
   an elastic profile has no plugin id of its own, it belongs to its cluster profile's plugin.
 - A property is `{"key": K, "value": V}`, or `{"key": K, "encrypted_value": E}` when the plugin declares it
-  secure; a blank one is `{"key": K}`. On a POST GoCD takes `encrypted_value` as it is (it only encrypts a
-  plain `value` of a secure key), so a secret is copied without ever being decrypted here.
+  secure; a blank one is `{"key": K}`. On a POST GoCD takes `encrypted_value` of a secure key as it is (it
+  only encrypts a plain `value` of one), so a secret is copied without ever being decrypted here. For a
+  key the plugin does not declare secure it refuses a cluster profile's (422) and drops an elastic
+  profile's (saved blank): migrate_plan.py never sends one.
 - Creating is a POST of the same shape with `Content-Type: application/json`; ETag/If-Match are only for
-  updates. An error answer is `{"message": M}`, and for a 422 also `"data"`: the entity, with `"errors":
-  {field: [messages]}` and, for settings the plugin refused, `properties[i].errors`.
+  updates. An error answer is `{"message": M}`; most 422s also carry `"data"`: the entity, with
+  `"errors": {field: [messages]}` and, for settings the plugin refused, `properties[i].errors` (an
+  elastic profile naming a cluster profile that does not exist gets the message alone).
 - Authentication: `Authorization: bearer <personal access token>` (since 19.2).
 """
 

@@ -185,7 +185,11 @@ def _settings(pool: ClusterPool) -> list[Setting]:
         ),
         Setting("auto_register_timeout", _duration(s.auto_register_timeout), "a pod must register within"),
         Setting("cluster_request_timeout", _duration(s.cluster_request_timeout), "per Kubernetes API call"),
-        Setting("go_server_url", s.go_server_url, "the agents register with"),
+        Setting(
+            "go_server_url",
+            s.go_server_url or "blank: GoCD's secure site URL",
+            "the agents register with",
+        ),
         Setting(
             "security_token",
             "set (not shown)" if s.security_token else "not set",

@@ -125,7 +125,7 @@ class Applier:
                 job=intent.job,
                 spec=intent.spec,
                 auto_register_key=key,
-                go_server_url=settings.go_server_url,
+                go_server_url=intent.spec.go_server_url,
                 now=state.clock.now(),
                 extra_annotations=intent.annotations,
             )

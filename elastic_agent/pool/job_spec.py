@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from elastic_agent.clock import Clock
+from elastic_agent.gocd.known_server import ServerUrlUnknown
 from elastic_agent.gocd.messages import spec_key
 from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
@@ -34,6 +35,7 @@ class JobSpec:
     idle_timeout: float  # the profile's IdleTimeout, else the cluster's idle_timeout
     min_idle_pods: int
     environment: str | None
+    go_server_url: str  # what the pods register with: the profile's, or GoCD's when it is blank
     schedule: Schedule | None = None  # ReuseSchedule: the values above are its plain ones
     predict: bool = False  # Predict: start the next stage's pods ahead (elastic_agent/forecast)
 
@@ -83,11 +85,19 @@ class JobSpecs:
         key: bytes | None = None,
         *,
         wait: bool = True,
+        server_url: str | None = None,
     ) -> JobSpec:
         """`key`: messages.spec_key of the first three, when the request has it at hand already.
-        `wait=False`: a remote pod template never fetched before is not waited for (RemoteFileError)."""
+        `wait=False`: a remote pod template never fetched before is not waited for (RemoteFileError).
+        `server_url`: the URL pods register with when it is not the profile's own (a blank
+        go_server_url means GoCD's secure site URL, which the backend knows: site_urls.py). It goes into
+        the fingerprint as it is, so a blank that means X and an X typed out make the same pods, and a
+        changed site URL makes new ones."""
+        url = server_url or cluster.go_server_url
+        if not url:
+            raise ServerUrlUnknown()
         request_key = key if key is not None else spec_key(elastic_properties, environment, pipeline)
-        cache_key = (request_key, cluster.cluster_key, cluster.go_server_url, cluster.idle_timeout)
+        cache_key = (request_key, cluster.cluster_key, url, cluster.idle_timeout)
         now = self._clock.now()
         with self._lock:
             hit = self._cache.get(cache_key)
@@ -95,7 +105,7 @@ class JobSpecs:
                 self._cache.move_to_end(cache_key)
                 return hit[1]
         elastic = ElasticProfile.from_properties(elastic_properties)
-        spec = self._build(elastic, cluster, environment, pipeline, wait)
+        spec = self._build(elastic, cluster, url, environment, pipeline, wait)
         with self._lock:
             self._cache[cache_key] = (now, spec)
             while len(self._cache) > self.MAX_ENTRIES:
@@ -107,12 +117,12 @@ class JobSpecs:
             return len(self._cache)
 
     def _build(
-        self, elastic: ElasticProfile, cluster: ClusterProfile, environment: str | None, pipeline: str,
-        wait: bool,
+        self, elastic: ElasticProfile, cluster: ClusterProfile, server_url: str, environment: str | None,
+        pipeline: str, wait: bool,
     ) -> JobSpec:  # fmt: skip
         template = render_pod_template(elastic, lambda url: self._fetch(url, wait=wait))
         scope = pipeline if elastic.reuse_scope == "pipeline" else None
-        inputs = FingerprintInputs(template, cluster.cluster_key, cluster.go_server_url, environment, scope)
+        inputs = FingerprintInputs(template, cluster.cluster_key, server_url, environment, scope)
         return JobSpec(
             fingerprint=fingerprint(inputs),
             template=template,
@@ -121,6 +131,7 @@ class JobSpecs:
             idle_timeout=elastic.idle_timeout if elastic.idle_timeout is not None else cluster.idle_timeout,
             min_idle_pods=elastic.min_idle_pods if elastic.reuse else 0,
             environment=environment,
+            go_server_url=server_url,
             schedule=elastic.reuse_schedule if elastic.reuse else None,
             predict=elastic.predict and elastic.reuse,
         )

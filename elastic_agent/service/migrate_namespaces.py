@@ -1,9 +1,13 @@
 """What a namespace of the official plugin's cluster profile means, and where the migrated profile's
-pods go (migrate.py).
+pods go (migrate_plan.py).
 
-The official plugin and this one read the same key differently when it is blank: the official plugin
-takes the GoCD server's own namespace (`OfficialBlank`), this one `default`. So the namespace of each new
-cluster profile is chosen here and written out, and a namespace the official plugin uses too is named.
+Both plugins read a blank namespace the same way: the namespace fabric8's `Config.autoConfigure` finds
+where the plugin runs (elastic_agent/kube/namespace.py), which is the GoCD server pod's own when this
+plugin's backend runs in that pod, as docs/install.md installs it (a sidecar of the server; or a child of
+the jar, in the server's container). So a blank is carried over blank. The one case this command can
+tell apart: `--server-namespace` names a namespace other than that of the pod the command runs in (the
+backend's, as docs/install.md runs it); there a blank means two different namespaces, and the official
+plugin's is written out. A namespace the official plugin uses too is named (`shared_warning`).
 Pure: the command reads the options and the pod's service-account file and passes them in.
 """
 
@@ -30,46 +34,52 @@ def namespace_option(option: str, text: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class OfficialBlank:
-    """What a blank namespace in the official plugin's cluster profile stands for.
+class BlankNamespace:
+    """What a blank namespace stands for: to the official plugin, and to this plugin's backend.
 
-    The official plugin (gocd/kubernetes-elastic-agents, `KubernetesClientFactory.createClientFor`) starts
-    from fabric8's `Config.autoConfigure(null)` and sets the namespace only when the profile's is not
-    blank (`PluginSettings.getNamespace` gives null for a blank one). Inside the GoCD server's pod,
-    autoConfigure takes the namespace of the pod's service account: the GoCD server's own namespace.
-    This plugin would read the same blank as `default`, so the name is found out here and written in.
-    """
+    The official plugin (gocd/kubernetes-elastic-agents, `KubernetesClientFactory.createClientFor`) sets
+    the namespace only when the profile's is not blank (`PluginSettings.getNamespace` gives null for a
+    blank one), so fabric8 takes the service account's: the GoCD server's own namespace."""
 
-    name: str | None  # None: not known here
-    source: str = ""  # where the name comes from, as the plan says it
-    unknown_because: str = ""  # why it is not known, when it is not
+    official: str | None  # the GoCD server's namespace; None: not known here
+    source: str = ""  # where `official` comes from, as the plan says it
+    here: str | None = None  # this pod's namespace: what the backend running here reads a blank as
+    unknown_because: str = ""  # why `official` is not known, when it is not
+
+    @property
+    def differs(self) -> bool:
+        """True when the two plugins would put a blank namespace's pods in two different namespaces."""
+        return self.official is not None and self.here is not None and self.official != self.here
 
     def meaning(self) -> str:
         text = "blank in the old profile, which the official plugin reads as the GoCD server's namespace"
-        return f"{text}: {self.name} ({self.source})" if self.name else text
+        return f"{text}: {self.official} ({self.source})" if self.official else text
 
 
-def official_blank(server_namespace: str | None, namespace_file: Path) -> OfficialBlank:
-    """`--server-namespace` when given. Else, inside a pod, its service account's namespace: the GoCD
-    server's when the command runs in the GoCD server's pod (the backend's sidecar shares its service
-    account), as the install guide runs it. Anywhere else the name cannot be known: outside a pod,
-    fabric8 would fall back to the GoCD server's environment or kubeconfig, which are not this one's."""
+def blank_namespace(server_namespace: str | None, namespace_file: Path) -> BlankNamespace:
+    """`--server-namespace` names the official plugin's; the pod the command runs in names this plugin's
+    (the backend's, run as docs/install.md says) and, without the option, the official plugin's too.
+    Outside a pod neither is known: fabric8 would fall back to the GoCD server's environment."""
+    here, unknown = _pod_namespace(namespace_file)
     if server_namespace is not None:
-        return OfficialBlank(server_namespace, "from --server-namespace")
+        return BlankNamespace(server_namespace, "from --server-namespace", here)
+    if here is not None:
+        return BlankNamespace(here, f"from this pod's service account, {namespace_file}", here)
+    return BlankNamespace(None, unknown_because=unknown)
+
+
+def _pod_namespace(namespace_file: Path) -> tuple[str | None, str]:
     try:
         text = namespace_file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return OfficialBlank(
-            None, unknown_because=f"this command is not running inside a pod (no {namespace_file})"
-        )
+        return None, f"this command is not running inside a pod (no {namespace_file})"
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or "not text"
-        return OfficialBlank(None, unknown_because=f"this pod's {namespace_file} cannot be read: {reason}")
+        return None, f"this pod's {namespace_file} cannot be read: {reason}"
     try:
-        name = dns_label(text)
+        return dns_label(text), ""
     except ValueError:
-        return OfficialBlank(None, unknown_because=f"this pod's {namespace_file} holds no namespace name")
-    return OfficialBlank(name, f"from this pod's service account, {namespace_file}")
+        return None, f"this pod's {namespace_file} holds no namespace name"
 
 
 def _namespace_setting(old: ClusterProfileRecord) -> Property | None:
@@ -81,11 +91,11 @@ def _is_blank(setting: Property | None) -> bool:
     return setting is None or (not setting.encrypted and not (setting.value or "").strip())
 
 
-def old_namespace(old: ClusterProfileRecord, blank: OfficialBlank) -> str | None:
+def old_namespace(old: ClusterProfileRecord, blank: BlankNamespace) -> str | None:
     """The namespace the official plugin really puts this profile's pods in; None when not known here."""
     setting = _namespace_setting(old)
     if _is_blank(setting):
-        return blank.name
+        return blank.official
     if setting is None or setting.encrypted or setting.value is None:
         return None  # an encrypted namespace cannot be read (and is reported by _carry_over)
     return setting.value.strip()
@@ -98,15 +108,13 @@ class NamespaceChoice:
     properties: tuple[Property, ...]  # the old settings, with the namespace written out when it must be
     namespace: str | None = None  # where the new profile's pods go; None when not known
     note: str = ""  # where that namespace comes from, as the plan says it
-    problem: str | None = None  # why the profile cannot be migrated as it is
 
 
 def choose_namespace(
-    old: ClusterProfileRecord, old_namespace: str | None, blank: OfficialBlank, namespace: str | None
+    old: ClusterProfileRecord, old_namespace: str | None, blank: BlankNamespace, namespace: str | None
 ) -> NamespaceChoice:
-    """The namespace the new profile must say: the old profile's pods' one, or `--namespace`. It is
-    written out whenever the old one was blank, since a blank means `default` to this plugin and the GoCD
-    server's namespace to the official one."""
+    """The namespace the new profile must say: the old profile's pods' one (a blank stays blank where
+    it means the same to both plugins), or `--namespace`."""
     setting = _namespace_setting(old)
     was_blank = _is_blank(setting)
     if namespace is not None:
@@ -114,25 +122,35 @@ def choose_namespace(
             before = (
                 f"{old_namespace} in the old profile" if old_namespace else "encrypted in the old profile"
             )
-        elif blank.name:
+        elif blank.official:
             before = blank.meaning()
         else:
             unknown = "not known here (give --server-namespace to check that the new pods do not share it)"
             before = f"{blank.meaning()}, {unknown}"
-        chosen, note = namespace, f"{namespace} (from --namespace); {before}"
-    elif was_blank:
-        if blank.name is None:
-            problem = (
-                "its namespace is blank, which the official plugin reads as the GoCD server's own namespace "
-                "(this plugin would read it as 'default'), and that is not known here: "
-                f"{blank.unknown_because}; give --server-namespace NS, the namespace the GoCD server runs in "
-                "(or --namespace NS)"
-            )
-            return NamespaceChoice(old.properties, problem=problem)
-        chosen, note = blank.name, f"{blank.meaning()}; written out in the new profile"
-    else:
+        return _written(old, setting, namespace, f"{namespace} (from --namespace); {before}")
+    if not was_blank:
         note = f"{old_namespace}, as in the old profile" if old_namespace is not None else ""
         return NamespaceChoice(old.properties, old_namespace, note)
+    if blank.differs:
+        note = (
+            f"{blank.meaning()}; this plugin's backend, running in this pod's namespace {blank.here}, would "
+            f"read a blank as {blank.here}, so {blank.official} is written out in the new profile"
+        )
+        return _written(old, setting, str(blank.official), note)
+    where = (
+        f": {blank.official} ({blank.source})"
+        if blank.official
+        else f", not known here ({blank.unknown_because}; give --server-namespace NS to check that the "
+        "new pods do not share it with the official plugin's)"
+    )
+    note = (
+        "blank, as in the old profile: both plugins read a blank as the namespace of the GoCD server's pod, "
+        f"where this plugin's backend runs{where}"
+    )
+    return NamespaceChoice(old.properties, blank.official, note)
+
+
+def _written(old: ClusterProfileRecord, setting: Property | None, chosen: str, note: str) -> NamespaceChoice:
     written = Property(NAMESPACE_KEY, chosen)
     if setting is None:
         return NamespaceChoice((*old.properties, written), chosen, note)
