@@ -10,6 +10,7 @@ import pytest
 import requests
 import responses
 
+from elastic_agent.gocd.rest_api import RETRIES
 from tests.gocd_admin_api import route
 from tests.gocd_admin_model import (
     AdminState,
@@ -120,7 +121,8 @@ def test_a_blank_go_server_url_without_a_usable_secure_site_url_is_reported_not_
 def test_a_blank_go_server_url_that_cannot_be_checked_is_carried_over_with_a_warning(
     gocd: responses.RequestsMock, token_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gocd.get(SITE_URLS_URL, status=500, json=message_json("An error occurred."))
+    for _ in range(RETRIES + 1):  # a lasting failure: the client retries a failed read RETRIES times
+        gocd.get(SITE_URLS_URL, status=500, json=message_json("An error occurred."))
     route(gocd, server(cluster("k8s-site", OLD, BLANK_URL_PROPERTIES)), SERVER)
 
     assert run(token_file, "--dry-run") == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import responses
 
+from elastic_agent.gocd.rest_api import RETRIES
 from tests.gocd_admin_api import route
 from tests.gocd_admin_model import (
     PLUGIN_ID,
@@ -123,7 +124,8 @@ def test_an_administrator_on_a_server_without_profiles_is_told_there_is_nothing_
 def test_when_it_cannot_be_told_whether_the_token_is_an_administrators_an_empty_list_is_still_an_error(
     gocd: responses.RequestsMock, token_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gocd.get(SITE_URLS_URL, status=500, json=message_json("An error occurred."))
+    for _ in range(RETRIES + 1):  # a lasting failure: the client retries a failed read RETRIES times
+        gocd.get(SITE_URLS_URL, status=500, json=message_json("An error occurred."))
     state = server()
     state.tokens = {TOKEN: User("developer")}
     route(gocd, state, SERVER)

@@ -11,6 +11,7 @@ import pytest
 import requests
 import responses
 
+from elastic_agent.cli import main
 from tests.gocd_admin_api import route
 from tests.gocd_admin_model import (
     NOT_FOUND,
@@ -73,6 +74,34 @@ def test_a_token_sent_to_a_server_without_security_is_refused_with_gocds_reason(
         "GoCD said: Bearer authentication credentials are not required, since security has been disabled on "
         "this server."
     ) in capsys.readouterr().err
+
+
+def test_a_server_without_security_is_migrated_without_a_token(
+    gocd: responses.RequestsMock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Security off: no --token-file, no Authorization header, and GoCD answers every call."""
+    state = server()
+    state.require_auth = False
+    route(gocd, state, SERVER)
+
+    assert main(["migrate-profiles", "--server", SERVER]) == 0
+
+    assert posts(gocd) and not any("Authorization" in call.request.headers for call in gocd.calls)
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_proxys_passing_503_is_retried_and_the_migration_goes_on(
+    gocd: responses.RequestsMock, token_file: Path
+) -> None:
+    """A read refused once by a proxy (the client retries reads with back-off, never a POST)."""
+    gocd.get(CLUSTERS_URL, status=503, body="<html>503 Service Temporarily Unavailable</html>")
+    route(gocd, server(), SERVER)
+
+    assert run(token_file) == 0
+
+    statuses = [call.response.status_code for call in gocd.calls if call.request.url == CLUSTERS_URL]
+    assert statuses[:2] == [503, 200]
+    assert posts(gocd)
 
 
 def test_a_wrong_url_says_to_give_the_servers_url_ending_in_go(

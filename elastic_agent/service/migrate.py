@@ -77,7 +77,12 @@ EPILOG = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's options (kept with the command; cli.py only wires it in)."""
-    add_server_arguments(parser, "file holding a personal access token of a GoCD system administrator")
+    add_server_arguments(
+        parser,
+        "file holding a personal access token of a GoCD system administrator; leave it out for a GoCD "
+        "with security off, which refuses any token",
+        token_required=False,
+    )
     parser.add_argument("--dry-run", action="store_true", help="print what would be created; send nothing")
     parser.add_argument(
         "--reuse", action="store_true", help="set Reuse=true on every migrated elastic profile"
@@ -113,11 +118,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         suffix = _suffix(args.suffix)
         server_namespace = namespace_option("--server-namespace", args.server_namespace)
         namespace = namespace_option("--namespace", args.namespace)
-        token = read_token(args.token_file)
+        token = read_token(args.token_file) if args.token_file is not None else None
     except UsageError as error:
         print(f"error: {error}", file=err)
         return 2
-    if server.lower().startswith("http://"):
+    if server.lower().startswith("http://") and token is not None:
         print("warning: --server is http://, so the token travels unencrypted; prefer https://", file=err)
     client = GoCDRestClient(server, token)
     return migrate(
