@@ -1,5 +1,6 @@
-"""How soon a broken pod is told, and how many pods a broken profile costs: the simulated GoCD server and
-the fake cluster in virtual time (benchmarks/RESULTS.md, section 13).
+"""How soon a broken pod is told, how many pods a broken profile costs, and how long a job waits when
+its pod breaks once: the simulated GoCD server and the fake cluster in virtual time (benchmarks/RESULTS.md,
+section 13).
 
 For each kind of broken pod the simulated kubelet makes (kubelet_troubles.py), `JOBS` jobs of one
 reuse-enabled profile are scheduled at once and the world runs for `RUN_S` simulated seconds. Measured:
@@ -9,6 +10,11 @@ Three variants of the backend: as it is; without the hold (`Holds.allowed` says 
 are told and deleted, and others are created at once); and without the broken-pod rules at all (the
 ping's step finds nothing: pods wait for `auto_register_timeout`, as they did before these rules).
 
+Then a pod that breaks once: one job, whose first pod's agent exits with code 1 `ONCE_AFTER` seconds
+after its start (before it registers) while the pods after it start well. Measured: the job's wait from
+its scheduling to its assignment, with reuse and with one pod per job, as built (the first broken pod is
+replaced at once) and with the hold from the first broken pod on (30 s, as the code before had it).
+
     python -m benchmarks.broken_pods
 """
 
@@ -16,12 +22,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 from unittest import mock
 
-from elastic_agent.pool import broken_pods
-from elastic_agent.pool.holds import Holds
+from elastic_agent.pool import broken_pods, holds
+from elastic_agent.pool.holds import SCHEDULE, Holds
 from elastic_agent.pool.intents import Plan
 from elastic_agent.pool.state import PoolState
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -32,6 +38,9 @@ from elastic_agent.simulation.kubelet import FaultKind, PodFault
 JOBS = 4
 RUN_S = 1800.0
 KINDS: tuple[FaultKind, ...] = ("image_pull", "invalid_image", "config_error", "unschedulable", "crash_loop")
+# When the agent of the pod that breaks once exits, after its start: found by the first ping (60 s), by
+# the ping 5 s before GoCD's first re-send of create-agent (120 s), by the ping after that re-send.
+ONCE_AFTER = (1.0, 60.0, 150.0)
 
 
 def _no_limit(_self: Holds, _fingerprint: str, _now: float, _trying: int) -> int | None:
@@ -90,11 +99,41 @@ def run(kind: FaultKind) -> dict[str, Any]:
     }
 
 
+def _held_from_the_first(failures: int) -> float:
+    return SCHEDULE.delay_s(failures)
+
+
+def breaks_once(after: float, reuse: bool) -> float | None:
+    """The job's wait (simulated seconds) when its first pod's agent exits `after` s after its start."""
+    image = "registry.example.test/agent:breaks-once"
+    first: list[str] = []
+
+    def fault(pod: Obj) -> PodFault | None:
+        if pod["spec"]["containers"][0].get("image") != image:
+            return None
+        first[:] = first or [pod["metadata"]["name"]]
+        return PodFault("crash_loop", after=after) if pod["metadata"]["name"] == first[0] else None
+
+    stack = VirtualStack(boot_delay=5.0, gocd=GoCDConfig(seed=1), faults=fault)
+    profile = stack.elastic_profile(Reuse="true" if reuse else "false", Image=image)
+    job = stack.gocd.schedule_job("build", "stage", "job", profile, stack.cluster_profile(), None, 60.0)
+    stack.run_until(lambda: stack.gocd.job(job.job_id).assigned_at is not None, RUN_S, "the assignment")
+    return stack.gocd.job(job.job_id).wait_s
+
+
 def main() -> None:
-    results = {}
+    results: dict[str, Any] = {}
     for name in ("as built", "without the hold", "without broken-pod rules"):
         with variant(name):
             results[name] = [run(kind) for kind in KINDS]
+    for name in ("as built", "held from the first broken pod"):
+        patch = mock.patch.object(holds, "wait_s", _held_from_the_first) if name != "as built" else None
+        with patch or nullcontext():
+            results[f"breaks once, {name}"] = [
+                {"agent_exits_after_s": after, "reuse": reuse, "job_wait_s": breaks_once(after, reuse)}
+                for after in ONCE_AFTER
+                for reuse in (True, False)
+            ]
     print(json.dumps(results, indent=2))
 
 

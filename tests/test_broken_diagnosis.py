@@ -189,22 +189,25 @@ def test_an_oom_kill_already_told_is_not_told_again_and_other_ends_are_no_oom() 
 # -- the hold ---------------------------------------------------------------------------------------------
 
 
-def test_a_hold_backs_off_thirty_seconds_doubling_to_five_minutes() -> None:
+def test_a_first_broken_pod_is_tried_again_at_once_the_second_in_a_row_after_30_s_doubling() -> None:
     holds = Holds()
     delays = []
     now = 0.0
-    for _ in range(6):
+    for _ in range(7):
         hold = holds.failed("fp", "p", "ImagePullBackOff", now)
         delays.append(hold.next_try_at - now)
-        now = hold.next_try_at
-    assert delays == [30.0, 60.0, 120.0, 240.0, 300.0, 300.0]
+        now = hold.next_try_at + 5.0  # the pod tried then breaks, and a ping sees it
+    assert delays == [0.0, 30.0, 60.0, 120.0, 240.0, 300.0, 300.0]
     held = holds.get("fp")
-    assert held is not None and held.since == 0.0 and held.failures == 6
+    assert held is not None and held.since == 0.0 and held.failures == 7
 
 
 def test_a_held_fingerprint_allows_nothing_before_its_try_then_one_pod_at_a_time() -> None:
     holds = Holds()
-    hold = holds.failed("fp", "p", "InvalidImageName", 100.0)
+    first = holds.failed("fp", "p", "InvalidImageName", 100.0)
+    assert holds.allowed("fp", 100.0, trying=0) == 1 and first.next_try_at == 100.0  # at once
+    assert holds.allowed("fp", 100.0, trying=1) == 0  # but one at a time
+    hold = holds.failed("fp", "p", "InvalidImageName", 160.0)
     assert holds.allowed("fp", hold.next_try_at - 1, trying=0) == 0
     assert holds.allowed("fp", hold.next_try_at, trying=0) == 1
     assert holds.allowed("fp", hold.next_try_at, trying=1) == 0
@@ -216,9 +219,10 @@ def test_a_success_ends_the_hold_and_unknown_fingerprints_are_forgotten() -> Non
     holds.failed("fp", "p", "CrashLoopBackOff", 0.0)
     holds.failed("gone", "q", "CrashLoopBackOff", 0.0)
     assert holds.succeeded("fp") is not None and holds.get("fp") is None
-    holds.forget_except({"fp"}, now=30.0 + 3600.0)
+    holds.forget_except({"fp"}, now=3600.0)
     assert holds.get("gone") is not None  # no pod and nobody waiting, but it broke within the hour
-    holds.forget_except({"fp"}, now=30.0 + 3601.0)
+    holds.forget_except({"fp"}, now=3601.0)
     assert len(holds) == 0
-    again = holds.failed("fp", "r", "CrashLoopBackOff", 500.0)
-    assert again.failures == 1 and again.next_try_at == 530.0  # the back-off starts over
+    holds.failed("fp", "r", "CrashLoopBackOff", 500.0)
+    again = holds.failed("fp", "r", "CrashLoopBackOff", 560.0)
+    assert again.failures == 2 and again.next_try_at == 590.0  # the row starts over after the success

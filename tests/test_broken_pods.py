@@ -1,7 +1,8 @@
 """Broken pods are reported within one server-ping, end to end on the simulated GoCD server and the fake
 cluster with its simulated kubelet, in virtual time: the waiting job's console and a health message
 name Kubernetes' reason and message, the broken pod is deleted, no more pods of its profile pile up,
-it is tried again after a back-off or at once when the profile changes, and an agent OOM-killed under a
+it is tried again (at once after the first broken pod, after a back-off from the second in a row:
+tests/test_broken_pods_retry.py) or at once when the profile changes, and an agent OOM-killed under a
 job is named in that job's console."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from elastic_agent.gocd.status_pages import render_cluster_status
+from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
@@ -115,27 +117,6 @@ def test_an_image_that_cannot_be_pulled_is_told_to_the_job_and_in_health_at_the_
     assert name not in pod_names(stack)  # deleted in the same ping
 
 
-def test_a_held_profile_does_not_pile_up_pods_and_is_tried_one_pod_at_a_time_after_the_back_off() -> None:
-    stack = broken_stack()
-    jobs = [schedule(stack, reuse_profile(stack, Image=MISSING), name=f"job-{i}") for i in range(4)]
-    stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
-    stack.settle()
-    held_at, created = stack.clock.now(), len(stack.pods_created)
-    most = 0
-
-    def tried_twice() -> bool:
-        nonlocal most
-        most = max(most, len(pods_of(stack, MISSING)))
-        return len(stack.pods_created) >= created + 2
-
-    stack.run_until(tried_twice, 1200, "two tries after the hold")
-    assert most <= 1  # with four jobs waiting and room for ten pending pods
-    assert created <= len(jobs)  # before the hold: at most a pod per waiting job
-    assert stack.clock.now() - held_at >= 30 + 60  # the second try waited out both back-offs
-    for job in jobs:
-        assert "cannot start" in console(stack, job)
-
-
 def test_the_retry_after_the_back_off_clears_the_hold_once_the_image_pulls() -> None:
     faults = Faults()
     stack = broken_stack(faults)
@@ -235,19 +216,27 @@ def test_an_oom_kill_of_a_restarted_container_is_told_once_even_across_a_backend
     assert len(lines) == 1 and f"container agent of pod {running.agent_id}" in lines[0]
 
 
+def held_row(pool: ClusterPool, stack: VirtualStack, failures: int) -> str:
+    page = render_cluster_status(pool, stack.clock)
+    row = re.search(rf'<tr data-held="[^"]+" data-failures="{failures}">(.*?)</tr>', page, re.S)
+    assert row is not None, page
+    return row.group(1)
+
+
 def test_the_cluster_status_page_shows_the_held_profile_with_its_reason_and_next_try() -> None:
     stack = broken_stack()
     schedule(stack, reuse_profile(stack, Image=BAD_NAME))
     stack.run_until(lambda: broken_health(stack), 300, "the profile being held")
     [pool] = stack.backend.pools()
     [hold] = pool.holds()
-    page = render_cluster_status(pool, stack.clock)
-    row = re.search(r'<tr data-held="[^"]+" data-failures="1">(.*?)</tr>', page, re.S)
-    assert row is not None, page
-    assert "InvalidImageName: Failed to apply default image tag" in row.group(1)
-    assert f"<code>{hold.pod}</code>" in row.group(1)
+    row = held_row(pool, stack, 1)
+    assert "InvalidImageName: Failed to apply default image tag" in row
+    assert f"<code>{hold.pod}</code>" in row
+    assert "now: one pod is tried at a time" in row  # the first broken pod: no wait
+    stack.run_until(lambda: pool.holds()[0].failures == 2, 600, "the second broken pod in a row")
+    [hold] = pool.holds()
     seconds = round(hold.next_try_at - stack.clock.now())
-    assert f"(in {seconds}s)" in row.group(1) and 0 < seconds <= 30
+    assert f"(in {seconds}s)" in held_row(pool, stack, 2) and 0 < seconds <= 30
 
 
 def test_one_pod_per_job_profiles_are_held_too_and_their_jobs_told_why_they_wait() -> None:

@@ -21,7 +21,7 @@ from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels, marks
 from elastic_agent.pool.broken import Breakage, diagnose, oom_killed
-from elastic_agent.pool.holds import SCHEDULE, Hold
+from elastic_agent.pool.holds import Hold, wait_s
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.intents import HoldBack, Intent, Mark, Plan, Recovered, Say
 from elastic_agent.pool.records import PodRecord
@@ -30,8 +30,7 @@ from profiles.quantities import format_duration
 
 
 def ping_plan(state: PoolState, now: float) -> Plan:
-    """Broken pods told, held back and marked retiring; holds whose fingerprint came up again ended;
-    OOM kills under jobs told."""
+    """Broken pods told, held back and marked retiring; OOM kills under jobs told."""
     view = state.indexed()
     port = state.port
     intents: list[Intent] = []
@@ -51,17 +50,23 @@ def ping_plan(state: PoolState, now: float) -> Plan:
         intents.append(marks.retiring(record.name, f"it is broken: {breakage.text()}"))
         text = _told(record.name, breakage, state.book.holds.get(fingerprint), now)
         intents += [Say(text, job) for job in _jobs_waiting_for(state, record, pod)]
-    for hold in state.book.holds.held():
-        if hold.fingerprint not in held_now and _came_up(view, hold):
-            intents.append(Recovered(hold.fingerprint))
-            said = f"pods of a held profile register again ({hold.pod} was broken): held no more"
-            intents.append(Say(said))
     return Plan(tuple(intents))
+
+
+def registered(state: PoolState, record: PodRecord, now: float) -> tuple[Intent, ...]:
+    """The pod's agent registered (it polled for work, or GoCD lists it): the mark, and the end of its
+    fingerprint's row of broken pods, if it has one (holds.py: a success resets it)."""
+    intents: tuple[Intent, ...] = (marks.registered(record, now),)
+    hold = state.book.holds.get(record.fingerprint)
+    if hold is not None:
+        said = f"pod {record.name} of a held profile registered ({hold.pod} was broken): held no more"
+        intents += (Recovered(hold.fingerprint), Say(said))
+    return intents
 
 
 def _told(pod: str, breakage: Breakage, before: Hold | None, now: float) -> str:
     failures = 1 if before is None else before.failures + 1
-    wait = SCHEDULE.delay_s(failures)
+    wait = wait_s(failures)
     return (
         f"pod {pod} cannot start: Kubernetes says {breakage.text()}. The pod is deleted, and no more pods "
         f"of this profile are created before {clock_time(now + wait)} ({format_duration(round(wait))}, "
@@ -79,14 +84,6 @@ def _jobs_waiting_for(state: PoolState, record: PodRecord, pod: PodView) -> Iter
         if job.job_id not in seen:
             seen.add(job.job_id)
             yield job
-
-
-def _came_up(view: RecordIndex, hold: Hold) -> bool:
-    """A pod of the held fingerprint, created after the hold began, whose agent registered."""
-    return any(
-        r.registered and r.fingerprint == hold.fingerprint and r.created_at >= hold.since
-        for r in view.by_name.values()
-    )
 
 
 def _oom(pod: PodView, record: PodRecord) -> list[Intent]:

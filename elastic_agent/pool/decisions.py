@@ -11,7 +11,7 @@ from __future__ import annotations
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import marks
-from elastic_agent.pool.broken_pods import held_back
+from elastic_agent.pool.broken_pods import held_back, registered
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.intents import (
     NOTHING,
@@ -20,7 +20,6 @@ from elastic_agent.pool.intents import (
     Intent,
     Mark,
     Plan,
-    Recovered,
     Release,
     Reserve,
     Retire,
@@ -127,9 +126,8 @@ def should_assign_work(
     record = state.record(agent_id)
     if record is None or not state.alive(record):
         return False, NOTHING
-    registration = NOTHING if record.registered else Plan((marks.registered(record, clock.now()),))
-    if not record.registered and state.book.holds.get(record.fingerprint) is not None:
-        registration += Plan((Recovered(record.fingerprint or ""),))  # a pod of a held profile came up
+    # A pod that asks has registered; for a held profile that ends its row of broken pods (holds.py).
+    registration = NOTHING if record.registered else Plan(registered(state, record, clock.now()))
     if record.state not in (PodState.BOOTING, PodState.IDLE):
         return False, registration
     if record.reuse and spec.reuse:

@@ -17,9 +17,9 @@ In memory, under the lock:
 - `Assign`: a pod said `true` to a job; the job is no longer waiting.
 - `Release`: the pod's job is over (job-completion, or GoCD says the agent is idle).
 - `Supersede`: the profile behind a fingerprint was edited: its pods are stale.
-- `HoldBack`: a pod of the fingerprint is broken: create no more of it until the hold's next try
-  (holds.py).
-- `Recovered`: a pod of a held fingerprint registered: the hold ends.
+- `HoldBack`: a pod of the fingerprint is broken: one more in its row; its pods are created one at a
+  time, and from the second in a row not before the hold's next try (holds.py).
+- `Recovered`: a pod of a held fingerprint registered: the row ends.
 
 Carried out after the lock, in plan order:
 - `Create`: create a pod (its reservation was taken with the decision).

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from elastic_agent.gocd.server import Agent
 from elastic_agent.pool import marks
+from elastic_agent.pool.broken_pods import registered
 from elastic_agent.pool.intents import Intent, Plan, Release, Retire, Say
 from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.pool.state import PoolState
@@ -40,7 +41,7 @@ def what_gocd_says(state: PoolState, agents: Mapping[str, Agent], now: float, li
             continue
         agent = agents.get(record.name)
         if agent is not None and not record.registered:
-            intents.append(marks.registered(record, now))
+            intents += registered(state, record, now)  # a held profile's row of broken pods ends
         if not state.changed_since(record.name, listed_at):
             intents += _repair(state, record, agent, now)
     return Plan(tuple(intents))

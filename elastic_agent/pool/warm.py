@@ -43,16 +43,19 @@ def warm_pool(state: PoolState, now: float) -> Plan:
     """Pods ahead of demand, with banked keys (those that outlive the pod's auto_register_timeout: keys.py),
     until each fingerprint with MinIdlePods (in force at `now`: a ReuseSchedule's period may want more)
     has that many idle or booting pods beyond its waiting jobs. A superseded fingerprint gets none: its
-    pods retire, and a fingerprint held for broken pods gets none (it is tried for a waiting job)."""
+    pods retire; one whose pods broke gets what its hold allows, one at a time (holds.py: a broken warm
+    pod is replaced at once, the second in a row after the hold's wait)."""
     view = state.indexed()
     room, keys = state.room(view), state.keys.usable(state.settings.auto_register_timeout)
     intents: list[Intent] = []
     for fingerprint, spec in state.book.recipes():
         wanted = spec.knobs(now).min_idle_pods
-        if not wanted or state.book.is_superseded(fingerprint) or state.book.holds.get(fingerprint):
+        if not wanted or state.book.is_superseded(fingerprint):
             continue
         waiting, ready = state.demand(fingerprint, view)
-        for _ in range(max(0, min(wanted - (ready - waiting), room, keys))):
+        allowed = creatable(state, fingerprint, view, now)
+        more = wanted - (ready - waiting)
+        for _ in range(max(0, min(more if allowed is None else min(more, allowed), room, keys))):
             token = object()  # unique: concurrent plans never share a reservation
             said = "created pod {pod} ahead of demand: MinIdlePods of its profile"
             intents += [Reserve(token, fingerprint), Create(token, None, spec, None, said)]
