@@ -25,13 +25,34 @@ Modelled on gocd/gocd (the tag the chart's appVersion names, 26.1.0):
   Accept header of GoCD's media type (its routes match on it; anything else is 404).
 
 The plugin's validation is this project's own (profiles.validation), as the bridge jar would forward it.
-Security is off, as on a fresh server (no authorization configured): `require_auth` models the server
-after an administrator turned it on (401 for anonymous calls, api/api-base ApiAuthenticationHelper).
+
+Security is off, as on a fresh server (no authorization configured); `security_enabled` models the server
+after an administrator turned it on, as GoCD's filters decide before any controller runs:
+- Authentication (server/.../newsecurity/filterchains/AuthenticationFilterChain.java, chain `/api/**`):
+  AccessTokenAuthenticationFilter reads `Authorization: Bearer <token>` on every API path, health
+  included. A token GoCD does not know gets 401 "Invalid Personal Access Token." (AccessTokenService
+  .findByAccessToken throws InvalidAccessTokenException), security on or off; a valid one on a server
+  with security off gets 401 "Bearer authentication credentials are not required, since security has
+  been disabled on this server." (filterWhenSecurityDisabled). No header: AssumeAnonymousUserFilter
+  makes the caller `anonymous`, who holds every authority with security off and only ROLE_ANONYMOUS
+  with it on (server/.../security/AuthorityGranter.java).
+- Authorization (AuthorizeFilterChain.java): `/api/version` and `/api/v1/health/**` allow everyone
+  (allowAllAccessFilter), so the chart's probes stay anonymous; the admin endpoints here need ROLE_USER
+  and VerifyAuthorityFilter answers an anonymous caller 401 "You are not authenticated!" through
+  BasicAuthenticationWithChallengeFailureResponseHandler, which adds `WWW-Authenticate: Basic
+  realm="GoCD"`.
+- Both 401 bodies are ContentTypeNegotiationMessageRenderer's: `{"message": ...}` pretty-printed by
+  Gson (JsonErrorMessageRenderer), typed `application/vnd.go.cd.vN+json` when the Accept header names
+  such a version and `application/json` otherwise (`application/vnd.go.cd+json` is not in its map).
+`admin_tokens` are the tokens of administrators. Not modelled: tokens of non-admin users (the controllers'
+checkUserHasPermissions answers them 403 on writes), revoked tokens, and Basic authentication (password
+plugins).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +66,7 @@ from profiles import validation
 
 PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes-reuse"
 MEDIA_TYPE = "application/vnd.go.cd"
+PUBLIC_PATHS = {"/go/api/version", "/go/api/v1/health"}  # AuthorizeFilterChain: allowAllAccessFilter
 
 
 @dataclass
@@ -53,7 +75,8 @@ class AdminState:
 
     version: str = "26.1.0"
     plugins: dict[str, str] = field(default_factory=lambda: {PLUGIN_ID: "active"})
-    require_auth: bool = False
+    security_enabled: bool = False
+    admin_tokens: set[str] = field(default_factory=set)
     cluster_profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     elastic_profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -86,16 +109,45 @@ def _invalid(kind: str, entity: dict[str, Any], errors: list[dict[str, str]]) ->
                     {**entity, "errors": by_key})  # fmt: skip
 
 
+def _unauthorized(text: str, challenge: bool) -> Response:
+    """A 401 of GoCD's security filters, rendered for the request's Accept header."""
+    accept = request.headers.get("Accept", "").split(";")[0].strip().lower()
+    versioned = re.fullmatch(r"application/vnd\.go\.cd\.v([1-9][0-9]?)\+json", accept)
+    mimetype = accept if versioned else "application/json"
+    answer = Response(json.dumps({"message": text}, indent=2), 401, content_type=f"{mimetype};charset=utf-8")
+    if challenge:
+        answer.headers["WWW-Authenticate"] = 'Basic realm="GoCD"'
+    return answer
+
+
+def _authentication_refused(state: AdminState) -> Response | None:
+    """What GoCD's authentication and authorization filters answer before any controller, or None."""
+    header = request.headers.get("Authorization", "")
+    bearer = re.fullmatch(r"bearer (.*)", header, re.IGNORECASE)
+    if bearer:
+        if bearer.group(1) not in state.admin_tokens:
+            return _unauthorized("Invalid Personal Access Token.", challenge=False)
+        if not state.security_enabled:
+            return _unauthorized("Bearer authentication credentials are not required, since security has "
+                                 "been disabled on this server.", challenge=False)  # fmt: skip
+        return None
+    public = request.path in PUBLIC_PATHS or request.path.startswith("/go/api/v1/health/")
+    if state.security_enabled and not public:
+        return _unauthorized("You are not authenticated!", challenge=True)
+    return None
+
+
 def app(state: AdminState) -> Flask:
     api = Flask(__name__)
 
     @api.before_request
     def gate() -> Response | None:
+        refused = _authentication_refused(state)
+        if refused is not None:
+            return refused
         accept = request.headers.get("Accept", "")
         if not accept.startswith(MEDIA_TYPE):
             return _message(404, "The url you are trying to reach appears to be incorrect.")
-        if state.require_auth:
-            return _message(401, "You are not authorized to access this resource!")
         if request.method == "POST" and request.content_length:
             mime = (request.mimetype or "").lower()
             if mime != "application/json":
