@@ -101,6 +101,19 @@ def _message(status: int, text: str, data: dict[str, Any] | None = None) -> Resp
     return _json(message_json(text, data), status)
 
 
+def _filter_refusal(status: int, text: str, *, challenge: bool = False) -> Response:
+    """A security filter's refusal: ContentTypeNegotiationMessageRenderer's body, `{"message": M}` pretty-
+    printed by Gson (JsonErrorMessageRenderer), typed as the Accept header's API version when it names
+    one, else application/json; an anonymous caller also gets a Basic challenge."""
+    accept = request.headers.get("Accept", "")
+    versioned = re.fullmatch(r"application/vnd\.go\.cd\.v\d+\+json", accept)
+    body = "{\n  " + json.dumps("message") + ": " + json.dumps(text) + "\n}"
+    answer = Response(body, status, content_type=accept if versioned else "application/json")
+    if challenge:
+        answer.headers["WWW-Authenticate"] = 'Basic realm="GoCD"'
+    return answer
+
+
 def _user() -> User:
     return request.environ["gocd.user"]  # type: ignore[no-any-return]
 
@@ -111,25 +124,29 @@ def app(state: AdminState) -> Flask:
     @api.before_request
     def gate() -> Response | None:
         path = request.path
-        if path != "/go/api/v1/health" and request.headers.get("Accept", "") not in ACCEPTS:
-            return Response(WRONG_ACCEPT + "\n", 404, content_type="text/plain; charset=utf-8")
+        # The security filters run first (AuthenticationFilterChain, AuthorizeFilterChain), then Spark's
+        # routes check the Accept header. A bearer token is looked up before security is asked about
+        # (AccessTokenAuthenticationFilter.extractAuthTokenCredential), so an unknown one is refused
+        # whether security is on or off.
         header = request.headers.get("Authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
+        if token is not None and token not in state.tokens:
+            return _filter_refusal(401, INVALID_TOKEN)
         if not state.require_auth:
             if token is not None:
-                return _message(401, TOKEN_WITHOUT_SECURITY)
+                return _filter_refusal(401, TOKEN_WITHOUT_SECURITY)
             user = EVERYONE
         elif token is None:
             if path.startswith(_OPEN):
                 user = User("anonymous")
-            else:
-                return _message(401, NOT_AUTHENTICATED)
-        elif token not in state.tokens:
-            return _message(401, INVALID_TOKEN)
+            else:  # VerifyAuthorityFilter via BasicAuthenticationWithChallengeFailureResponseHandler
+                return _filter_refusal(401, NOT_AUTHENTICATED, challenge=True)
         else:
             user = state.tokens[token]
         if not user.admin and not path.startswith(_OPEN + _USERS):
-            return _message(403, FILTER_FORBIDDEN)
+            return _filter_refusal(403, FILTER_FORBIDDEN)
+        if path != "/go/api/v1/health" and request.headers.get("Accept", "") not in ACCEPTS:
+            return Response(WRONG_ACCEPT + "\n", 404, content_type="text/plain; charset=utf-8")
         request.environ["gocd.user"] = user
         if state.maintenance and request.method not in ("GET", "HEAD"):
             return _message(503, MAINTENANCE)

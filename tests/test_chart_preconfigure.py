@@ -3,7 +3,10 @@ chart runs it, the command list exactly as written, with the real bash and curl,
 served on loopback (tests/gocd_admin_api.py, modelled on gocd/gocd's controllers). A fresh install gets
 this plugin's cluster profile, a reuse elastic profile and a pipeline whose second job runs on the first
 job's pod (an existing server with pipelines gets the profiles alone); nothing makes the hook fail,
-which would make Kubernetes restart the server container."""
+which would make Kubernetes restart the server container. On a server with security on it uses an
+admin's token, or stops at the first refusal with one line in the container's log, so that the pod
+(out of its Service while the hook runs) is not held back; and it writes nothing to /godata before GoCD
+answers, leaving /godata/logs to the image's entrypoint."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import yaml
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
 from tests.gocd_admin_api import PLUGIN_ID, AdminState, serving
+from tests.gocd_admin_model import ADMIN
 from tests.gocd_chart import charts_script_runs, server_pod
 from tests.virtual_helpers import completed
 
@@ -30,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VALUES = ROOT / "docker" / "helm" / "values-gocd.yaml"
 POD_NAME = "gocd-server-6d9f7c8b5-x2x7k"  # a pod of the chart's Deployment "gocd-server"
 HOOK_BOUND_S = 60.0  # a bound for the test, not an expectation: the script ends in about a second here
+
 
 def values() -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load(VALUES.read_text())
@@ -63,6 +68,9 @@ def hook(
         "GOCD_REUSE_PRECONFIGURE_API": f"http://127.0.0.1:{port}/go",
         "GOCD_REUSE_PRECONFIGURE_DIR": str(logs),
         "GOCD_REUSE_PRECONFIGURE_POLL_S": "0.05",
+        # The container's log (PID 1's output in the pod) and the admin token's mount (none by default).
+        "GOCD_REUSE_PRECONFIGURE_CONSOLE": str(container_log(logs)),
+        "GOCD_REUSE_PRECONFIGURE_TOKEN_FILE": str(logs.parent.parent / "no-admin-token" / "token"),
         **extra_env,
     }
     result: list[subprocess.CompletedProcess[str]] = []
@@ -74,6 +82,24 @@ def hook(
     with serving(state, port):
         runner.join(HOOK_BOUND_S)
     yield result
+
+
+def container_log(logs: Path) -> Path:
+    return logs.parent.parent / "container.log"
+
+
+def console_lines(logs: Path) -> list[str]:
+    """What the hook wrote to the server container's log (`kubectl logs`)."""
+    console = container_log(logs)
+    return console.read_text().splitlines() if console.exists() else []
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    """The server's /godata/logs, as the image's entrypoint made it before GoCD answered."""
+    folder = tmp_path / "godata" / "logs"
+    folder.mkdir(parents=True)
+    return folder
 
 
 def log_text(logs: Path) -> str:
@@ -91,13 +117,13 @@ def test_the_chart_runs_the_values_command_as_the_servers_post_start_hook_not_it
 
 
 def test_a_fresh_server_gets_this_plugins_cluster_profile_a_reuse_profile_and_a_pipeline(
-    tmp_path: Path,
+    logs: Path,
 ) -> None:
     state = AdminState()
-    with hook(state, tmp_path, server_after_s=0.5) as result:
+    with hook(state, logs, server_after_s=0.5) as result:
         pass
     [done] = result
-    assert done.returncode == 0, (done.stdout, done.stderr, log_text(tmp_path))
+    assert done.returncode == 0, (done.stdout, done.stderr, log_text(logs))
     [cluster] = state.cluster_profiles.values()
     assert cluster["plugin_id"] == PLUGIN_ID
     properties = {p["key"]: p["value"] for p in cluster["properties"]}
@@ -113,16 +139,20 @@ def test_a_fresh_server_gets_this_plugins_cluster_profile_a_reuse_profile_and_a_
     [pipeline] = state.pipelines.values()
     assert [stage["name"] for stage in pipeline["stages"]] == ["first", "second"]
     assert pipeline["name"] not in state.paused, "it runs at its material's first revision"
-    assert (tmp_path / "kubernetes-reuse-preconfigure.done").exists()
-    assert not (tmp_path / ".kubernetes-reuse-answer").exists(), "no answer left behind"
+    assert sorted(path.name for path in logs.iterdir()) == [
+        "kubernetes-reuse-preconfigure.done",
+        "kubernetes-reuse-preconfigure.log",
+    ], "no answer left behind"
+    assert console_lines(logs) == [f"kubernetes-reuse preconfigure: preconfigured: what it did is in "
+                                   f"{logs}/kubernetes-reuse-preconfigure.log"]  # fmt: skip
 
 
-def test_the_preconfigured_pipelines_second_job_runs_on_the_first_jobs_pod(tmp_path: Path) -> None:
+def test_the_preconfigured_pipelines_second_job_runs_on_the_first_jobs_pod(logs: Path) -> None:
     """The profiles as the hook posted them, run by the simulated GoCD and the backend: the pipeline's
     second stage starts once the first passed, and its job gets the first job's pod. (The cluster URL is
     the simulator's: in the GoCD server's pod the blank URL means the pod's service account.)"""
     state = AdminState()
-    with hook(state, tmp_path) as result:
+    with hook(state, logs) as result:
         pass
     assert result and result[0].returncode == 0
     [cluster] = state.cluster_profiles.values()
@@ -147,79 +177,182 @@ def test_the_preconfigured_pipelines_second_job_runs_on_the_first_jobs_pod(tmp_p
     assert stack.pods_created == [pods[0]]
 
 
-def test_a_second_start_posts_nothing(tmp_path: Path) -> None:
+def test_a_second_start_posts_nothing(logs: Path) -> None:
     state = AdminState()
-    with hook(state, tmp_path):
+    with hook(state, logs):
         pass
     posts = [call for call in state.calls if call[0] == "POST"]
     assert len(posts) == 3
-    with hook(state, tmp_path) as again:
+    with hook(state, logs) as again:
         pass
     assert again[0].returncode == 0
     assert [call for call in state.calls if call[0] == "POST"] == posts, "the marker: it ran once"
 
 
-def test_profiles_an_administrator_made_already_are_kept_as_they_are(tmp_path: Path) -> None:
+def test_profiles_an_administrator_made_already_are_kept_as_they_are(logs: Path) -> None:
     state = AdminState()
     own = {"id": "kubernetes-reuse", "plugin_id": PLUGIN_ID, "properties": [
         {"key": "go_server_url", "value": "https://gocd.example.com/go"}]}  # fmt: skip
     state.cluster_profiles["kubernetes-reuse"] = own
-    with hook(state, tmp_path) as result:
+    with hook(state, logs) as result:
         pass
     assert result[0].returncode == 0
     assert state.cluster_profiles["kubernetes-reuse"] is own
     assert ("POST", "/go/api/admin/elastic/cluster_profiles", 200) not in state.calls
-    assert "cluster profile kubernetes-reuse exists already" in log_text(tmp_path)
+    assert "cluster profile kubernetes-reuse exists already" in log_text(logs)
     assert state.elastic_profiles and state.pipelines
 
 
-def test_a_server_with_pipelines_gets_the_profiles_but_no_example_pipeline(tmp_path: Path) -> None:
+def test_a_server_with_pipelines_gets_the_profiles_but_no_example_pipeline(logs: Path) -> None:
     state = AdminState()
     state.pipelines["build"] = {"name": "build", "group": "team", "stages": []}
-    with hook(state, tmp_path) as result:
+    with hook(state, logs) as result:
         pass
     assert result[0].returncode == 0
     assert state.cluster_profiles and state.elastic_profiles
     assert list(state.pipelines) == ["build"]
-    assert "the server has pipelines already: no example pipeline" in log_text(tmp_path)
-    assert (tmp_path / "kubernetes-reuse-preconfigure.done").exists()
+    assert "the server has pipelines already (GET /api/admin/pipeline_groups: 200): no example pipeline" in (
+        log_text(logs)
+    )
+    assert (logs / "kubernetes-reuse-preconfigure.done").exists()
 
 
 @pytest.mark.parametrize(
     "server, logged",
     [
         (AdminState(plugins={}), "gave up waiting for /api/admin/plugin_info/" + PLUGIN_ID),
-        (AdminState(plugins={PLUGIN_ID: "invalid"}),
-         "gave up waiting for /api/admin/plugin_info/" + PLUGIN_ID),
-        # GoCD answers /api/v1/health to anyone (AuthorizeFilterChain: allowAllAccessFilter); the plugin
-        # info needs a signed-in user, and the hook has no token: 401 until it gives up.
-        (AdminState(require_auth=True), "gave up waiting for /api/admin/plugin_info/" + PLUGIN_ID),
+        (
+            AdminState(plugins={PLUGIN_ID: "invalid"}),
+            "gave up waiting for /api/admin/plugin_info/" + PLUGIN_ID,
+        ),
     ],
-    ids=["plugin-not-loaded", "plugin-invalid", "security-on"],
+    ids=["plugin-not-loaded", "plugin-invalid"],
 )
 def test_nothing_fails_the_hook_and_what_went_wrong_is_logged(
-    server: AdminState, logged: str, tmp_path: Path
+    server: AdminState, logged: str, logs: Path
 ) -> None:
     """A failed postStart hook makes Kubernetes kill and restart the server container, at every start: a
     server whose preconfigure cannot work starts without the profiles and says why in /godata/logs."""
-    with hook(server, tmp_path) as result:
+    with hook(server, logs) as result:
         pass
     [done] = result
     assert done.returncode == 0
-    assert logged in log_text(tmp_path)
-    assert "not preconfigured" in log_text(tmp_path)
-    assert not (tmp_path / "kubernetes-reuse-preconfigure.done").exists(), "it tries again at the next start"
+    assert logged in log_text(logs)
+    assert "not preconfigured" in log_text(logs)
+    [line] = console_lines(logs)
+    assert line.startswith("kubernetes-reuse preconfigure: not preconfigured: ") and logged in line
+    assert not (logs / "kubernetes-reuse-preconfigure.done").exists(), "it tries again at the next start"
     assert not server.cluster_profiles
 
 
-def test_a_profile_the_plugin_refuses_is_logged_with_gocds_answer(tmp_path: Path) -> None:
+def test_a_profile_the_plugin_refuses_is_logged_with_gocds_answer(logs: Path) -> None:
     """GoCD asks the plugin to validate a profile before it saves it; a go_server_url on the loopback is
     refused (pods would reach themselves), and the hook logs GoCD's answer and posts nothing after it."""
     state = AdminState()
-    with hook(state, tmp_path, GOCD_REUSE_GO_SERVER_URL="http://localhost:8153/go") as result:
+    with hook(state, logs, GOCD_REUSE_GO_SERVER_URL="http://localhost:8153/go") as result:
         pass
     assert result[0].returncode == 0
     assert not state.cluster_profiles and not state.elastic_profiles and not state.pipelines
-    text = log_text(tmp_path)
+    text = log_text(logs)
     assert "POST /api/admin/elastic/cluster_profiles answered 422" in text
     assert "go_server_url" in text and "not preconfigured" in text
+
+
+ADMIN_TOKEN = "4f1c2a9be0d3c7a8e56b1f0d9c2e7a4b6d8f0e1c"  # GoCD's personal access tokens have 40 characters
+
+
+def admin_token_file(logs: Path, token: str = ADMIN_TOKEN) -> str:
+    """The Secret gocd-reuse-preconfigure-token as kubelet mounts it: the token in a file `token`."""
+    secret = logs.parent.parent / "gocd-reuse-preconfigure"
+    secret.mkdir()
+    (secret / "token").write_text(token + "\n")
+    return str(secret / "token")
+
+
+def test_with_security_on_and_an_admin_token_the_profiles_are_created(logs: Path) -> None:
+    state = AdminState(require_auth=True, tokens={ADMIN_TOKEN: ADMIN})
+    with hook(state, logs, GOCD_REUSE_PRECONFIGURE_TOKEN_FILE=admin_token_file(logs)) as result:
+        pass
+    assert result[0].returncode == 0, log_text(logs)
+    assert state.cluster_profiles and state.elastic_profiles and state.pipelines
+    assert ("GET", f"/go/api/admin/plugin_info/{PLUGIN_ID}", 401) in state.calls, "anonymous first"
+    assert (logs / "kubernetes-reuse-preconfigure.done").exists()
+    outputs = [log_text(logs), *console_lines(logs), result[0].stdout, result[0].stderr]
+    assert not [text for text in outputs if ADMIN_TOKEN in text], "the token is never written out"
+
+
+def test_with_security_on_and_no_token_the_hook_says_so_in_one_line_and_ends_at_the_first_refusal(
+    logs: Path,
+) -> None:
+    """The chart's probes call /go/api/v1/health anonymously, which GoCD allows with security on, so the
+    server answers; the admin API refuses the anonymous caller. The hook stops at that answer instead
+    of waiting for it to change, so the pod, out of its Service while the hook runs, is not held back."""
+    state = AdminState(require_auth=True)
+    started = time.monotonic()
+    with hook(state, logs, GOCD_REUSE_PRECONFIGURE_POLL_S="5") as result:  # the real pause between tries
+        pass
+    took = time.monotonic() - started
+    assert result[0].returncode == 0
+    assert took < 5.0, f"{took:.1f} s: it paused to try again"
+    assert [call for call in state.calls if "plugin_info" in call[1]] == [
+        ("GET", f"/go/api/admin/plugin_info/{PLUGIN_ID}", 401)
+    ], "one refused call, no retries"
+    [line] = console_lines(logs)
+    assert line.startswith("kubernetes-reuse preconfigure: not preconfigured: GoCD's security is on and "
+                           "it refused an anonymous call (401: You are not authenticated!)")  # fmt: skip
+    assert "no admin token in" in line and "docs/install.md, step 4" in line
+    assert not state.cluster_profiles
+    assert not (logs / "kubernetes-reuse-preconfigure.done").exists(), "a token added later is used"
+
+
+def test_a_token_gocd_does_not_know_is_refused_with_gocds_message_and_ends_the_hook(logs: Path) -> None:
+    state = AdminState(require_auth=True, tokens={ADMIN_TOKEN: ADMIN})
+    wrong = "0" * 40
+    with hook(state, logs, GOCD_REUSE_PRECONFIGURE_TOKEN_FILE=admin_token_file(logs, wrong)) as result:
+        pass
+    assert result[0].returncode == 0
+    [line] = console_lines(logs)
+    assert "GoCD refused the admin token of " in line and "(401: Invalid Personal Access Token.)" in line
+    assert wrong not in line and wrong not in log_text(logs)
+    assert len([call for call in state.calls if "plugin_info" in call[1]]) == 2, "anonymous, then the token"
+    assert not state.cluster_profiles
+
+
+def test_with_security_off_a_mounted_token_is_not_sent(logs: Path) -> None:
+    """GoCD refuses any bearer token while its security is off (401 "Bearer authentication credentials
+    are not required"), so a Secret left in place after security was turned off must not stop the hook."""
+    state = AdminState(tokens={ADMIN_TOKEN: ADMIN})
+    with hook(state, logs, GOCD_REUSE_PRECONFIGURE_TOKEN_FILE=admin_token_file(logs)) as result:
+        pass
+    assert result[0].returncode == 0, log_text(logs)
+    assert state.cluster_profiles and state.elastic_profiles
+    assert not [call for call in state.calls if call[2] == 401]
+
+
+def test_the_hook_writes_nothing_to_godata_before_gocd_answers(tmp_path: Path) -> None:
+    """The image's entrypoint (gocd/gocd buildSrc/.../gocd-docker-server/docker-entrypoint.sh) creates
+    /godata/logs, then starts GoCD; the hook runs beside it from the container's start. The hook leaves
+    that directory to the entrypoint: while GoCD does not answer, it creates nothing in /godata, and once
+    GoCD answers (the directory made by then) it writes its log there."""
+    godata = tmp_path / "godata"
+    godata.mkdir()
+    logs = godata / "logs"
+    state = AdminState()
+    port = free_port()
+    env = {"PATH": os.environ["PATH"], "HOSTNAME": POD_NAME, "GOCD_REUSE_PRECONFIGURE_POLL_S": "0.05",
+           "GOCD_REUSE_PRECONFIGURE_API": f"http://127.0.0.1:{port}/go",
+           "GOCD_REUSE_PRECONFIGURE_DIR": str(logs),
+           "GOCD_REUSE_PRECONFIGURE_CONSOLE": str(tmp_path / "container.log"),
+           "GOCD_REUSE_PRECONFIGURE_TOKEN_FILE": str(tmp_path / "none")}  # fmt: skip
+    runner = subprocess.Popen(hook_command(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)  # the hook polls GoCD meanwhile, twenty times
+        assert runner.poll() is None and list(godata.iterdir()) == [], "nothing of the hook's yet"
+        logs.mkdir()  # the entrypoint's `mkdir -v -p /godata/logs`, then GoCD starts and answers
+        with serving(state, port):
+            assert runner.wait(HOOK_BOUND_S) == 0
+    finally:
+        runner.kill()
+        runner.wait()
+    assert state.cluster_profiles and (logs / "kubernetes-reuse-preconfigure.done").exists()
+    assert "created cluster profile kubernetes-reuse" in log_text(logs)

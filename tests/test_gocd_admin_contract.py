@@ -264,5 +264,10 @@ def test_site_urls_get_has_serversiteurlsconfigrepresenters_fields_and_refuses_a
         {"message": FILTER_FORBIDDEN},
     )
     assert set(call(client, "GET", CLUSTERS, V1, "unknown")[1]) == MESSAGE  # 401, a sentence
-    reply = app(state).test_client().get(CLUSTERS, headers={"Accept": "application/json"})
+    # The security filters run before Spark's routes: an anonymous caller is refused before its Accept
+    # header is looked at; a signed-in one with no API version in it gets SparkPreFilter's 404.
+    anonymous = app(state).test_client().get(CLUSTERS, headers={"Accept": "application/json"})
+    assert anonymous.status_code == 401 and anonymous.headers["WWW-Authenticate"] == 'Basic realm="GoCD"'
+    signed_in = {"Accept": "application/json", "Authorization": f"bearer {ADMIN_TOKEN}"}
+    reply = app(state).test_client().get(CLUSTERS, headers=signed_in)
     assert reply.status_code == 404 and reply.mimetype == "text/plain"  # SparkPreFilter: no API version

@@ -6,12 +6,12 @@ chart (its ServiceAccount, its ClusterRole while the official plugin may run).""
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,10 @@ from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.pool.pods import PodIdentity, build_pod, cluster_label
-from elastic_agent.service.helm_values import merge
 from profiles.cluster import ClusterProfile
 from tests.control_plane import Binaries, ControlPlane, pinned_versions
-from tests.gocd_chart import OFFICIAL_PLUGIN_INSTALL, access_objects, merged, server_pod, service_account_name
+from tests.gocd_chart import OFFICIAL_PLUGIN_INSTALL, access_objects, server_pod, service_account_name
+from tests.guide_commands import GuideShell
 from tests.real_kube_fixtures import real_kube, real_kube_binaries
 from tests.test_manifests import dry_run, kustomize, namespace
 
@@ -141,36 +141,48 @@ def allowed(plane: ControlPlane, check: re.Match[str]) -> bool:
     return bool(answer["status"].get("allowed"))
 
 
-def test_the_guides_rbac_checks_answer_as_it_says_once_the_kustomization_is_applied(
-    real_kube: ControlPlane, real_kube_binaries: Binaries, tmp_path: Path
-) -> None:
-    """Step 2's `kubectl apply -k docker/kubernetes`, applied for real, then step 3's checks, each with
-    the answer the guide writes beside it (the chart's ClusterRole is off: the state after step 9)."""
+@pytest.fixture
+def new_cluster(real_kube_binaries: Binaries, tmp_path: Path) -> Iterator[ControlPlane]:
+    """A control plane of its own with nothing on it: a new cluster (the session's has namespaces of
+    other tests)."""
+    with ControlPlane.start(real_kube_binaries, tmp_path / "kube") as plane:
+        yield plane
+
+
+def rbac_answers(plane: ControlPlane) -> tuple[dict[str, str], dict[str, str]]:
+    """Step 3's checks as the API server answers them, and as the guide writes them."""
     checks = [match for line in block_after("rbac-checks").splitlines() if (match := CAN_I.search(line))]
     assert len(checks) == len(block_after("rbac-checks").strip().splitlines()), "every line is a check"
-    folder = tmp_path / "kubernetes"
-    shutil.copytree(ROOT / "docker" / "kubernetes", folder)
-    (folder / "backend-token.txt").write_text("0123456789abcdef" * 4)
-    rbac = client.RbacAuthorizationV1Api(real_kube.admin_api_client())
-    namespace(real_kube, "gocd")
-    namespace(real_kube, "gocd-agents")
-    for obj in kustomize(real_kube_binaries, folder):
-        if obj["kind"] in ("Role", "RoleBinding"):
-            if obj["kind"] == "Role":
-                rbac.create_namespaced_role(obj["metadata"]["namespace"], obj)
-            else:
-                rbac.create_namespaced_role_binding(obj["metadata"]["namespace"], obj)
-    try:
-        # RBAC reads bindings from a watch cache: wait until the binding is seen (a bound, not a timing).
-        first_yes = next(check for check in checks if check["answer"] == "yes")
-        deadline = time.monotonic() + 10.0
-        while not allowed(real_kube, first_yes) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        answers = {check.group(0): "yes" if allowed(real_kube, check) else "no" for check in checks}
-        assert answers == {check.group(0): check["answer"] for check in checks}
-    finally:
-        rbac.delete_namespaced_role_binding("gocd-kubernetes-reuse-elastic-agent", "gocd-agents")
-        rbac.delete_namespaced_role("gocd-kubernetes-reuse-elastic-agent", "gocd-agents")
+    # RBAC reads bindings from a watch cache: wait until the binding is seen (a bound, not a timing).
+    first_yes = next(check for check in checks if check["answer"] == "yes")
+    deadline = time.monotonic() + 10.0
+    while not allowed(plane, first_yes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answers = {check.group(0): "yes" if allowed(plane, check) else "no" for check in checks}
+    return answers, {check.group(0): check["answer"] for check in checks}
+
+
+@pytest.mark.parametrize("gocd_installed", [False, True], ids=["new-cluster", "gocd-installed-already"])
+def test_step_2_works_in_the_order_written_and_step_3s_checks_answer_as_the_guide_says(
+    new_cluster: ControlPlane, real_kube_binaries: Binaries, tmp_path: Path, gocd_installed: bool
+) -> None:
+    """Step 2's commands as written, one after the other, on a cluster without GoCD's namespace yet
+    (its Secret goes there) and on one where the chart made it; then step 3's checks, each with the
+    answer the guide writes beside it (no chart ClusterRole: the state of a new cluster, or after
+    step 9)."""
+    if gocd_installed:
+        new_cluster.create_namespace("gocd")
+    shell = GuideShell.in_copy_of(ROOT, new_cluster, real_kube_binaries, tmp_path / "clone")
+    done = shell.run_block(block_after("step-2"))
+    assert [command for command, succeeded in done if not succeeded] == [], shell.errors
+    core = client.CoreV1Api(new_cluster.admin_api_client())
+    secret = core.read_namespaced_secret("gocd-reuse-backend-token", "gocd")
+    assert len(base64.b64decode(secret.data["token"]).strip()) == 64, "openssl rand -hex 32"
+    assert not (tmp_path / "clone" / "docker" / "kubernetes" / "backend-token.txt").exists(), "deleted"
+    labels_of = core.read_namespace("gocd-agents").metadata.labels
+    assert labels_of["pod-security.kubernetes.io/enforce"] == "baseline"
+    answers, written = rbac_answers(new_cluster)
+    assert answers == written
 
 
 def test_the_guides_checks_ask_about_the_account_the_chart_gives_the_server_pod() -> None:
@@ -182,7 +194,8 @@ def test_the_guides_checks_ask_about_the_account_the_chart_gives_the_server_pod(
 
 
 def test_the_kustomization_creates_nothing_the_chart_owns(
-    real_kube_binaries: Binaries, tmp_path: Path,
+    real_kube_binaries: Binaries,
+    tmp_path: Path,
 ) -> None:
     """An object in both would be Helm's after the next upgrade, and deleted with the release (or the
     apply would fail against Helm's ownership annotations)."""
@@ -199,11 +212,13 @@ def test_the_kustomization_creates_nothing_the_chart_owns(
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gocd", "namespace": "gocd"}]
 
 
-def test_the_values_keep_the_official_plugins_cluster_role_until_the_guide_says_to_drop_it() -> None:
+def test_the_values_leave_the_official_plugins_cluster_role_to_you_until_the_guide_says_to_drop_it() -> None:
     """A server that ran the official plugin keeps running it from the jar on its volume (gocd/gocd
     buildSrc/.../gocd-docker-server/install-gocd-plugins overwrites downloaded jars, never removes one),
     and that plugin needs pods in every namespace: the chart's ClusterRole, bound to the server's
-    account."""
+    account. The values do not set `rbac`, so the chart's default keeps it, and a `false` of yours is
+    not turned back on."""
+    assert "rbac" not in values() and "serviceAccount" not in values()
     objects = {o["kind"]: o for o in access_objects(values())}
     assert objects["ClusterRole"]["rules"][0] == {"apiGroups": [""], "resources": ["pods", "pods/log"],
                                                   "verbs": ["*"]}  # fmt: skip
@@ -211,77 +226,6 @@ def test_the_values_keep_the_official_plugins_cluster_role_until_the_guide_says_
     assert "Set `rbac.create: false` in your values" in guide()
     dropped = {o["kind"] for o in access_objects({**values(), "rbac": {"create": False}})}
     assert dropped == {"ServiceAccount"}
-
-
-YOURS = {
-    "server": {
-        "env": {"extraEnvVars": [{"name": "TZ", "value": "Europe/Berlin"},
-                                 {"name": "GOCD_REUSE_BACKEND_URL", "value": "http://127.0.0.1:9999"}]},
-        "persistence": {"extraVolumes": [{"name": "ssh-keys", "secret": {"secretName": "ssh"}}],
-                        "extraVolumeMounts": [{"name": "ssh-keys", "mountPath": "/home/go/.ssh"}]},
-        "sidecarContainers": [{"name": "log-shipper", "image": "fluent/fluent-bit:3"}],
-        "initContainers": [{"name": "fetch-config", "image": "busybox:1"}],
-        "service": {"type": "ClusterIP"},
-    },
-}  # fmt: skip
-
-
-def names(entries: list[dict[str, Any]]) -> list[str]:
-    return [entry["name"] for entry in entries]
-
-
-def test_two_values_files_lose_your_list_entries_and_the_merge_keeps_them() -> None:
-    helm = server_pod(merged(YOURS, values()))  # `-f yours.yaml -f values-gocd.yaml`: lists replaced
-    assert "TZ" not in names(helm["spec"]["containers"][-1]["env"])
-    assert "log-shipper" not in names(helm["spec"]["containers"])
-    pod = server_pod(merge(YOURS, values()))
-    server = pod["spec"]["containers"][-1]
-    env = {entry["name"]: entry["value"] for entry in server["env"]}
-    assert env["TZ"] == "Europe/Berlin"
-    assert env["GOCD_REUSE_BACKEND_URL"] == "http://127.0.0.1:8155", "the plugin's entry replaces yours"
-    assert names(pod["spec"]["containers"]) == ["log-shipper", "kubernetes-reuse-backend", "gocd-server"]
-    assert names(pod["spec"]["initContainers"]) == ["fetch-config", "install-kubernetes-reuse-plugin"]
-    assert {"ssh-keys", "gocd-reuse-token", "gocd-reuse-tmp"} <= set(names(pod["spec"]["volumes"]))
-    mounts = {m["mountPath"] for m in server["volumeMounts"]}
-    assert {"/home/go/.ssh", "/var/run/secrets/gocd-reuse"} <= mounts
-    assert merge(YOURS, values())["server"]["service"] == {"type": "ClusterIP"}
-
-
-def test_merging_again_changes_nothing() -> None:
-    once = merge(YOURS, values())
-    assert merge(once, values()) == once
-
-
-def run_merge(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "elastic_agent", "merge-helm-values", *args], input=stdin,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
-
-
-def test_the_merge_command_writes_one_values_file_from_helms_output(tmp_path: Path) -> None:
-    done = run_merge("-", str(VALUES), stdin=yaml.safe_dump(YOURS))
-    assert done.returncode == 0, done.stderr
-    assert yaml.safe_load(done.stdout) == merge(YOURS, values())
-    assert "*" not in re.sub(r"'[^']*'|\"[^\"]*\"", "", done.stdout.split("preconfigureCommand")[0]), (
-        "no YAML aliases: the output reads as a person's values file"
-    )
-    empty = run_merge("-", str(VALUES), stdin="null\n")  # `helm get values` of a release without values
-    assert empty.returncode == 0 and yaml.safe_load(empty.stdout) == values()
-
-
-@pytest.mark.parametrize(
-    "content, message",
-    [("server: [unclosed", "not valid YAML"),
-     ("- a\n- b\n", "a values file is a map of keys, this is a list")],
-)
-def test_the_merge_command_names_the_file_it_cannot_use(tmp_path: Path, content: str, message: str) -> None:
-    bad = tmp_path / "current-values.yaml"
-    bad.write_text(content)
-    done = run_merge(str(bad), str(VALUES))
-    assert done.returncode == 2 and done.stdout == ""
-    assert f"merge-helm-values: {bad}: {message}" in done.stderr
-    missing = run_merge(str(tmp_path / "nope.yaml"), str(VALUES))
-    assert missing.returncode == 2
-    assert "nope.yaml: cannot be read (No such file or directory)" in missing.stderr
 
 
 def test_the_guides_uninstall_selects_this_plugins_pods_by_the_label_they_carry() -> None:

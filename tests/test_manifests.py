@@ -46,14 +46,19 @@ def kustomize(binaries: Binaries, folder: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
-def dry_run(plane: ControlPlane, obj: dict[str, Any]) -> tuple[int, Any]:
-    """A server-side dry run of creating `obj`: every admission step runs, nothing is stored."""
+def collection(obj: dict[str, Any]) -> str:
+    """The API path that creates `obj` (POST)."""
     api = obj["apiVersion"]
     base = "/api/v1" if api == "v1" else f"/apis/{api}"
     namespace = obj["metadata"].get("namespace")
     where = f"/namespaces/{namespace}" if namespace else ""
+    return f"{base}{where}/{PLURALS[obj['kind']]}"
+
+
+def dry_run(plane: ControlPlane, obj: dict[str, Any]) -> tuple[int, Any]:
+    """A server-side dry run of creating `obj`: every admission step runs, nothing is stored."""
     query = urllib.parse.urlencode({"dryRun": "All", "fieldValidation": "Strict"})
-    return plane.request("POST", f"{base}{where}/{PLURALS[obj['kind']]}?{query}", body=obj)
+    return plane.request("POST", f"{collection(obj)}?{query}", body=obj)
 
 
 def namespace(plane: ControlPlane, name: str, pod_security: str | None = None) -> None:
