@@ -17,7 +17,7 @@ from tests.test_pool_records import NAMESPACE, pod_manifest, pool_on_a_cluster
 
 NOW = 1_700_000_000.0  # the pool's ManualClock starts here
 FINGERPRINT = "v1:abc"
-SPEC = JobSpec(FINGERPRINT, {}, True, None, 600.0, 0, None)
+SPEC = JobSpec(FINGERPRINT, {}, True, None, 600.0, 0, None, "https://gocd.example.com/go")
 REASON = "container agent: Error: exited with code 1"
 
 
@@ -113,7 +113,7 @@ def test_the_hold_doubles_with_each_further_broken_pod_in_a_row() -> None:
 
 def test_the_warm_pool_replaces_its_first_broken_pod_at_once_and_holds_the_second() -> None:
     _, _, state = pool_on_a_cluster()
-    warm_spec = JobSpec(FINGERPRINT, {}, True, None, 600.0, 2, None)  # MinIdlePods 2
+    warm_spec = JobSpec(FINGERPRINT, {}, True, None, 600.0, 2, None, SPEC.go_server_url)  # MinIdlePods 2
     state.book.wait(job(1), warm_spec, "key-1", NOW)  # brings the recipe
     state.book.served(FINGERPRINT, 1)  # served by another pod: no job waits
     for n in range(3):
