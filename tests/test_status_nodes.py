@@ -1,7 +1,9 @@
 """The cluster status report's nodes, as the backend's credentials allow them: with the project's Role
 alone the API refuses to list nodes (403) and the report says in one line what to apply; with the
 optional ClusterRole (docker/kubernetes/rbac-nodes) it lists them; a timeout or an outage is one line
-too. Never an error page: the pods, read from memory, are shown whatever happens to the nodes.
+too. Never an error page: the pods, read from memory, are shown whatever happens to the nodes; and the
+agent report during an outage shows the pod as last watched, without waiting for reads that cannot be
+answered.
 
 On the fake API server, whose service accounts are authorized as RBAC authorizes them (the contract
 tests hold it to the real server: tests/test_kube_contract_reports.py)."""
@@ -107,6 +109,27 @@ def test_during_an_outage_the_nodes_are_one_line_and_not_asked_for(stack: Stack)
         outage = f"Nodes are not shown: the Kubernetes API at {stack.kube.url} has not answered"
         assert shown.startswith(outage)
         assert pool.port.api_calls.get("nodes", 0) == asked  # type: ignore[attr-defined]
+    finally:
+        stack.kube.set_unreachable(False)
+
+
+def test_during_an_outage_the_agent_report_shows_the_pod_as_watched_without_asking(stack: Stack) -> None:
+    pool = stack.backend.pools()[0]
+    name = stack.pods()[0]["metadata"]["name"]
+    stack.kube.set_unreachable(True)
+    try:
+        wait_until(lambda: pool.port.outage.problem() is not None, 30, "the outage to be noticed")
+        calls = dict(pool.port.api_calls)  # type: ignore[attr-defined]  # KubeCluster's count
+        body = json.dumps({"cluster_profile_properties": cluster(stack), "elastic_agent_id": name})
+        status, answer = stack.transport.send("cd.go.elastic-agent.agent-status-report", body)
+        assert status == 200, answer
+        text = text_of(json.loads(answer)["view"])
+        assert f"Pod {name} busy" in text and "Jobs run 0 (its 1st job is running)" in text
+        shown_as = "Shown as last watched, without events or logs: the Kubernetes API at"
+        assert f"{shown_as} {stack.kube.url}" in text
+        now = dict(pool.port.api_calls)  # type: ignore[attr-defined]
+        asked = {verb: now[verb] - calls.get(verb, 0) for verb in now if now[verb] != calls.get(verb, 0)}
+        assert set(asked) <= {"watch", "list"}, f"no read, no log, no events asked for: {asked}"
     finally:
         stack.kube.set_unreachable(False)
 

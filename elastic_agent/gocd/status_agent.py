@@ -8,7 +8,8 @@ container's log and the pod's YAML (status_pod.py, which hides what may be secre
 this plugin knows: the jobs the pod ran, why it is kept or goes (status_keep.py), and its reuse
 fingerprint. Each read from the API stands alone (the RBAC may grant one and not another, a container
 may have no log yet): what fails is said in a line, and the rest is shown. The pod itself is read
-afresh (`ClusterPort.read_pod`); should that fail, the page falls back on the watched cache.
+afresh (`ClusterPort.read_pod`); should that fail, the page falls back on the watched cache, as it does
+at once during an outage, when every read would only wait for its timeout.
 """
 
 from __future__ import annotations
@@ -100,6 +101,26 @@ def _logs(
     return logs
 
 
+def _read(
+    pool: ClusterPool, name: str, now: float, secure: Sequence[str], problems: list[str]
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The pod afresh and its events, each read on its own; what fails is added to `problems`."""
+    obj: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = []
+    try:
+        obj = pool.port.read_pod(name)
+        if obj is None:
+            problems.append("The pod is gone from the cluster since the plugin last saw it.")
+    except ClusterError as error:
+        said = hide(str(error), secure)
+        problems.append(f"The pod could not be read afresh (shown as last watched): {said}")
+    try:
+        events = _events(pool, name, now, secure)
+    except ClusterError as error:
+        problems.append(f"Events could not be read: {hide(str(error), secure)}")
+    return obj, events
+
+
 def _reuse(pool: ClusterPool, record: PodRecord, now: float) -> dict[str, Any]:
     """What only this plugin knows of the pod: its jobs, why it stays or goes, its fingerprint."""
     knobs = record.knobs(now, pool.settings.idle_timeout)
@@ -138,20 +159,13 @@ def render_agent_status(
     row = row_of(record, view, now)
     problems: list[str] = []
     obj: dict[str, Any] | None = None
-    try:
-        obj = pool.port.read_pod(record.name)
-        if obj is None:
-            problems.append("The pod is gone from the cluster since the plugin last saw it.")
-    except ClusterError as error:
-        problems.append(
-            f"The pod could not be read afresh (shown as last watched): {hide(str(error), secure)}"
-        )
-    details = pod_details(obj, secure) if obj is not None else None
     events: list[dict[str, Any]] = []
-    try:
-        events = _events(pool, record.name, now, secure)
-    except ClusterError as error:
-        problems.append(f"Events could not be read: {hide(str(error), secure)}")
+    outage = pool.port.outage.problem()
+    if outage is not None:  # each read would wait for its timeout: show what the watch last saw
+        problems.append(f"Shown as last watched, without events or logs: {hide(str(outage), secure)}.")
+    else:
+        obj, events = _read(pool, record.name, now, secure, problems)
+    details = pod_details(obj, secure) if obj is not None else None
     names = [c.name for c in details.containers] if details else list(view.containers if view else ())
     failed_ago = None
     if row.state == "failed":  # the Warning event of the failure (Evicted, Error, ...) tells when
@@ -161,7 +175,7 @@ def render_agent_status(
     return template.render(
         pod=row, relation=relation, job_id=job_id, cluster=cluster, details=details,
         labels=sorted((view.labels if view else {}).items()), events=events,
-        logs=_logs(pool, record.name, names, secure) if names else [], log_lines=LOG_LINES,
+        logs=_logs(pool, record.name, names, secure) if names and outage is None else [], log_lines=LOG_LINES,
         yaml_text=pod_yaml(obj, secure) if obj is not None else "", env_rule=ENV_RULE,
         reuse=_reuse(pool, record, now), problems=problems, failed_ago=failed_ago, generated=generated,
     )  # fmt: skip
