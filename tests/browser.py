@@ -110,15 +110,19 @@ class Launch:
 
 
 def render_all(
-    pages: dict[str, str], workdir: Path, size: tuple[int, int] = (1280, 900)
+    pages: dict[str, str],
+    workdir: Path,
+    size: tuple[int, int] = (1280, 900),
+    sizes: dict[str, tuple[int, int]] | None = None,
 ) -> dict[str, Rendered]:
-    """Render whole HTML documents by name, in parallel; DOM and screenshot of each."""
+    """Render whole HTML documents by name, in parallel; DOM and screenshot of each, in a window of
+    `sizes[name]`, else `size`."""
     browser = chromium_path()
     launches = {}
     for name, document in pages.items():
         html_file = workdir / f"{name}.html"
         html_file.write_text(document, encoding="utf-8")
-        launches[name] = Launch(browser, html_file, workdir / f"{name}.png", size)
+        launches[name] = Launch(browser, html_file, workdir / f"{name}.png", (sizes or {}).get(name, size))
     return {name: launch.result() for name, launch in launches.items()}
 
 

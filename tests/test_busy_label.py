@@ -36,7 +36,7 @@ def test_a_pod_gocd_lists_as_building_an_unknown_job_is_labelled_busy_too() -> N
 
 
 def test_a_pod_idle_after_its_job_loses_the_busy_label_with_the_protection() -> None:
-    mark = marks.idle_after_job("agent-1", JOB, 1, None, 9.0)
+    mark = marks.idle_after_job(record(PodState.BUSY), JOB, 1, None, 9.0)
     assert labels.LABEL_BUSY in mark.labels and mark.labels[labels.LABEL_BUSY] is None
     assert mark.annotations[labels.ANN_SAFE_TO_EVICT] == "true"
 

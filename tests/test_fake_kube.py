@@ -230,6 +230,12 @@ def test_events_and_logs(fake_kube: FakeKubeServer, core_api: client.CoreV1Api) 
     events = core_api.list_namespaced_event(NS, field_selector="involvedObject.name=e").items
     assert [(e.reason, e.count) for e in events] == [("Scheduled", 1), ("BackOff", 2)]
     store.bind_pod(NS, "e", "fake-node-1")  # logs come from the pod's node; an unbound pod has none
+    with pytest.raises(client.ApiException) as waiting:  # as the kubelet says (tests/test_real_node.py)
+        core_api.read_namespaced_pod_log("e", NS, _preload_content=False)
+    assert waiting.value.status == 400
+    assert 'container \\"agent\\" in pod \\"e\\" is waiting to start: ContainerCreating' in waiting.value.body
+    store.update_status(NS, "e", None, {"containerStatuses": [
+        {"name": "agent", "ready": True, "restartCount": 0, "state": {"running": {}}}]})  # fmt: skip
     for i in range(5):
         store.append_log(NS, "e", f"line {i}")
     # (the classic client mangles a preloaded text answer into "b'...'": read the raw bytes)

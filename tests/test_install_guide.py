@@ -185,6 +185,52 @@ def test_step_2_works_in_the_order_written_and_step_3s_checks_answer_as_the_guid
     assert answers == written
 
 
+CAN_I_CLUSTER = re.compile(
+    r"kubectl auth can-i (?P<verb>\w+) (?P<resource>\w+) --as=system:serviceaccount:(?P<sa_ns>[\w-]+):"
+    r"(?P<sa>[\w-]+)\s+# (?P<answer>yes|no)"
+)
+
+
+def cluster_allowed(plane: ControlPlane, check: re.Match[str]) -> bool:
+    """`kubectl auth can-i VERB RESOURCE --as=...` without a namespace: at the cluster scope."""
+    sa_ns = check["sa_ns"]
+    review = {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": f"system:serviceaccount:{sa_ns}:{check['sa']}",
+                 "groups": ["system:serviceaccounts", f"system:serviceaccounts:{sa_ns}",
+                            "system:authenticated"],
+                 "resourceAttributes": {"verb": check["verb"], "resource": check["resource"]}},
+    }  # fmt: skip
+    status, answer = plane.request("POST", SUBJECT_ACCESS_REVIEWS, body=review)
+    assert status == 201, answer
+    return bool(answer["status"].get("allowed"))
+
+
+def test_the_guides_node_checks_answer_as_it_says_once_the_optional_cluster_role_is_applied(
+    real_kube: ControlPlane, real_kube_binaries: Binaries
+) -> None:
+    """Step 2's `kubectl apply -k docker/kubernetes/rbac-nodes`, applied for real, then step 3's node
+    checks, each with the answer the guide writes beside it."""
+    assert block_after("rbac-nodes-apply").strip() == "kubectl apply -k docker/kubernetes/rbac-nodes"
+    lines = block_after("rbac-nodes-checks").strip().splitlines()
+    checks = [match for line in lines if (match := CAN_I_CLUSTER.search(line))]
+    assert len(checks) == len(lines) == 3, "every line is a check"
+    rbac = client.RbacAuthorizationV1Api(real_kube.admin_api_client())
+    folder = ROOT / "docker" / "kubernetes" / "rbac-nodes"
+    objects = {obj["kind"]: obj for obj in kustomize(real_kube_binaries, folder)}
+    rbac.create_cluster_role(objects["ClusterRole"])
+    rbac.create_cluster_role_binding(objects["ClusterRoleBinding"])
+    try:
+        deadline = time.monotonic() + 10.0  # RBAC reads bindings from a watch cache
+        while not cluster_allowed(real_kube, checks[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        answers = {c.group(0): "yes" if cluster_allowed(real_kube, c) else "no" for c in checks}
+        assert answers == {check.group(0): check["answer"] for check in checks}
+    finally:
+        rbac.delete_cluster_role_binding(objects["ClusterRoleBinding"]["metadata"]["name"])
+        rbac.delete_cluster_role(objects["ClusterRole"]["metadata"]["name"])
+
+
 def test_the_guides_checks_ask_about_the_account_the_chart_gives_the_server_pod() -> None:
     pod = server_pod(values())
     account = pod["spec"]["serviceAccountName"]

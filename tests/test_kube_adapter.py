@@ -189,6 +189,8 @@ def test_idle_cluster_costs_only_watch_calls(fake_kube: FakeKubeServer, cluster:
 def test_events_and_logs(fake_kube: FakeKubeServer, cluster: KubeCluster) -> None:
     fake_kube.store.add_event(NS, "existing", "Scheduled", "assigned to fake-node-1")
     fake_kube.store.bind_pod(NS, "existing", "fake-node-1")  # an unbound pod has no node to ask for logs
+    fake_kube.store.update_status(NS, "existing", None, {"containerStatuses": [  # and a container not
+        {"name": "agent", "ready": True, "restartCount": 0, "state": {"running": {}}}]})  # run, no log
     fake_kube.store.append_log(NS, "existing", "hello")
     events = cluster.pod_events("existing")
     assert [(e["reason"], e["count"]) for e in events] == [("Scheduled", 1)] and events[0]["last_seen"] > 0

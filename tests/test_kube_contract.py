@@ -145,7 +145,11 @@ class Server:
     # (ServiceAccount name, Role rules) → a token of that account, allowed those rules (none: nothing)
     token_for: Callable[[str, list[dict[str, Any]]], str]
     expire: Callable[[str], None]  # make this resourceVersion (and all before it) too old to watch from
+    # the fake's: bind these rules cluster-wide to ServiceAccount `plugin` (on the real server,
+    # tests/test_kube_contract_reports.py binds a ClusterRole)
+    grant_cluster: Callable[[list[dict[str, Any]]], None] = lambda rules: None
     _adapters: list[KubeCluster] = field(default_factory=list)
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     # clients
 
@@ -179,6 +183,8 @@ class Server:
     def stop(self) -> None:
         for cluster in self._adapters:
             cluster.stop()
+        for cleanup in self.cleanups:
+            cleanup()
 
     # as the admin
 
@@ -261,7 +267,8 @@ def _fake_server() -> Iterator[Server]:
         return other
 
     server = Server("fake", fake.url, namespace, token, None, _client(fake.url, FAKE_ADMIN_TOKEN),
-                    _fresh_name, token_for, lambda version: fake.store.compact())  # fmt: skip
+                    _fresh_name, token_for, lambda version: fake.store.compact(),
+                    lambda rules: fake.api.grant(token, None, rules))  # fmt: skip
     try:
         yield server
     finally:

@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KUSTOMIZE_DIR = ROOT / "docker" / "kubernetes"
 VALUES = ROOT / "docker" / "helm" / "values-gocd.yaml"
 PLURALS = {"Role": "roles", "RoleBinding": "rolebindings", "ServiceAccount": "serviceaccounts",
-           "Secret": "secrets", "Pod": "pods", "PodDisruptionBudget": "poddisruptionbudgets"}  # fmt: skip
+           "Secret": "secrets", "Pod": "pods", "PodDisruptionBudget": "poddisruptionbudgets",
+           "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}  # fmt: skip
 
 
 def kustomize(binaries: Binaries, folder: Path) -> list[dict[str, Any]]:
@@ -117,6 +118,23 @@ def test_every_kustomize_manifest_is_accepted_by_the_real_api_server(
 def test_the_rbac_folder_alone_is_the_role_and_its_binding(real_kube_binaries: Binaries) -> None:
     kinds = sorted(obj["kind"] for obj in kustomize(real_kube_binaries, KUSTOMIZE_DIR / "rbac"))
     assert kinds == ["Role", "RoleBinding"]
+
+
+def test_the_optional_nodes_folder_is_a_cluster_role_that_may_list_nodes_bound_to_the_roles_account(
+    real_kube: ControlPlane, real_kube_binaries: Binaries
+) -> None:
+    """docker/kubernetes/rbac-nodes, applied apart (the cluster status report's nodes): accepted by the
+    real server, nothing but `list` on nodes, bound to the very ServiceAccount the Role is."""
+    objects = {obj["kind"]: obj for obj in kustomize(real_kube_binaries, KUSTOMIZE_DIR / "rbac-nodes")}
+    assert sorted(objects) == ["ClusterRole", "ClusterRoleBinding"]
+    assert objects["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
+    role_binding = yaml.safe_load((KUSTOMIZE_DIR / "rbac" / "rolebinding.yaml").read_text())
+    assert objects["ClusterRoleBinding"]["subjects"] == role_binding["subjects"]
+    assert objects["ClusterRoleBinding"]["roleRef"]["name"] == objects["ClusterRole"]["metadata"]["name"]
+    for obj in objects.values():
+        assert "namespace" not in obj["metadata"], "cluster-scoped"
+        status, answer = dry_run(real_kube, obj)
+        assert status == 201, (obj["kind"], answer)
 
 
 def test_the_values_set_only_keys_the_chart_has() -> None:

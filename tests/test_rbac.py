@@ -133,7 +133,7 @@ def test_without_pods_delete_the_pod_stays_retiring_gocd_says_so_and_it_goes_onc
 
 @pytest.mark.parametrize(
     ("resource", "shown"),
-    [("pods/log", "The log could not be read"), ("events", "Events could not be read")],
+    [("pods/log", "The log of container"), ("events", "Events could not be read")],
 )
 def test_without_logs_or_events_the_agent_page_says_what_it_cannot_show(
     make_real_stack: Callable[..., Stack], resource: str, shown: str
@@ -143,7 +143,7 @@ def test_without_logs_or_events_the_agent_page_says_what_it_cannot_show(
     assert pod is not None
     page = agent_page(stack, pod)
     assert shown in page and "answered 403" in page, page[-2000:]
-    other = "Events could not be read" if resource == "pods/log" else "The log could not be read"
+    other = "Events could not be read" if resource == "pods/log" else "The log of container"
     if resource == "pods/log":
         assert other not in page, "the events are still shown"
     healthy_backend(stack)

@@ -1,5 +1,6 @@
-"""HTML status reports shown inside GoCD. Rendered with Jinja2 (autoescaped); they show states, jobs,
-events and log lines, never a pod's environment (it holds the registration key) or profile secrets.
+"""HTML status reports shown inside GoCD: the plugin's and a cluster's pages, and what every page shows
+of a pod (its row). Rendered with Jinja2 (autoescaped); no page shows a registration key or a profile
+secret. The agent page is status_agent.py's, the cluster page's nodes status_nodes.py's.
 
 GoCD places each view inside its own page, so every template renders one `<div>` with its styles scoped
 to it. Rows carry `data-pod` and `data-state` attributes so tests (and curious admins) can find them.
@@ -11,25 +12,25 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from elastic_agent import __version__
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.status_holds import HeldRow, held_rows
+from elastic_agent.gocd.status_nodes import node_section
 from elastic_agent.gocd.status_predictions import PredictionRow
 from elastic_agent.gocd.versions import Versions
-from elastic_agent.kube.port import ClusterError, PodView
+from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
-from elastic_agent.pool.records import PodRecord, PodState, job_id_of
+from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.redaction import redact
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration
 from profiles.values import safe_url
 
-_templates = Environment(
+templates = Environment(
     loader=PackageLoader("elastic_agent.gocd", "templates"),
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
@@ -42,7 +43,7 @@ STATES = ("booting", "idle", "busy", "retiring", "failed")
 LOG_LINES = 100
 
 
-def _age(seconds: float) -> str:
+def age(seconds: float) -> str:
     """A short elapsed time: 45s, 12m, 3h 5m, 2d 4h."""
     seconds = max(0, int(seconds))
     if seconds < 120:
@@ -59,16 +60,16 @@ def _duration(seconds: float | None) -> str:
     return format_duration(seconds) if seconds else "no limit"
 
 
-def _timestamp(epoch: float) -> str:
+def timestamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _cluster_url(url: str | None) -> str:
+def cluster_url(url: str | None) -> str:
     """The cluster URL without user info or query (safe_url)."""
     return safe_url(url) if url else "in-cluster (the backend's service account)"
 
 
-def _job(raw: str | None) -> str | None:
+def job_text(raw: str | None) -> str | None:
     """A job annotation (JSON identifier) as GoCD names the run: pipeline/counter/stage/counter/job."""
     if not raw:
         return None
@@ -108,11 +109,11 @@ class PodRow:
     profile: str = ""  # short reuse fingerprint: pods with the same one are interchangeable
 
 
-def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
+def row_of(record: PodRecord, view: PodView | None, now: float) -> PodRow:
     annotations = view.annotations if view is not None else {}
-    current = _job(annotations.get(labels.ANN_CURRENT_JOB))
-    last = _job(annotations.get(labels.ANN_LAST_JOB))
-    created_for = _job(annotations.get(labels.ANN_CREATED_FOR))
+    current = job_text(annotations.get(labels.ANN_CURRENT_JOB))
+    last = job_text(annotations.get(labels.ANN_LAST_JOB))
+    created_for = job_text(annotations.get(labels.ANN_CREATED_FOR))
     failed = record.failed and record.state != PodState.RETIRING
     if record.current_job_id is not None:
         # The annotation may not be written back yet right after an assignment: the id is known.
@@ -141,8 +142,8 @@ def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
         state="failed" if failed else record.state.value,
         pool_state=record.state.value,
         # When a pod failed is not kept on it; the time in the pool's last state would mislead.
-        state_for="" if failed else _age(now - record.state_since),
-        age=_age(now - record.created_at),
+        state_for="" if failed else age(now - record.state_since),
+        age=age(now - record.created_at),
         phase=phase,
         jobs_run=record.jobs_run,
         job=job,
@@ -152,15 +153,15 @@ def _row(record: PodRecord, view: PodView | None, now: float) -> PodRow:
         node=(view.node_name if view is not None else None) or "",
         registered=record.registered,
         reuse=record.reuse,
-        created=_timestamp(record.created_at),
-        state_since=_timestamp(record.state_since),
+        created=timestamp(record.created_at),
+        state_since=timestamp(record.state_since),
         profile=label_form(record.fingerprint)[3:11] if record.reuse and record.fingerprint else "",
     )
 
 
 def pod_rows(pool: ClusterPool, clock: Clock) -> list[PodRow]:
     now = clock.now()
-    rows = [_row(record, pool.port.get(record.name), now) for record in pool.records()]
+    rows = [row_of(record, pool.port.get(record.name), now) for record in pool.records()]
     # Grouped by state in lifecycle order; the longest in its state first.
     return sorted(rows, key=lambda row: (STATES.index(row.state), row.state_since, row.name))
 
@@ -234,7 +235,7 @@ def schedule_rows(pool: ClusterPool, clock: Clock) -> list[ScheduleRow]:
         else:
             at, after = change
             to = after.describe() if after is not None else "the plain values"
-            changes = f"{_timestamp(at)} (in {_age(at - now)}), to {to}"
+            changes = f"{timestamp(at)} (in {age(at - now)}), to {to}"
         waiting, ready = pool.demand_of(fingerprint)
         rows.append(ScheduleRow(
             profile=f"{label_form(fingerprint)} ({spec.environment or 'no environment'})",
@@ -270,7 +271,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
     for row in rows:
         counts[row.state] += 1
     return ClusterSummary(
-        url=_cluster_url(pool.settings.kubernetes_cluster_url),
+        url=cluster_url(pool.settings.kubernetes_cluster_url),
         namespace=pool.settings.namespace,
         label=f"{labels.LABEL_CLUSTER}={pool.identity.cluster}",
         synced=pool.port.wait_synced(0),
@@ -292,106 +293,20 @@ def render_plugin_status(
 ) -> str:
     """`versions`: the jar's (as its last request said it) and the backend's; shown first, with the
     sentence of their difference, if any, at the very top. `predictions`: Predict's rows, last."""
-    return _templates.get_template("plugin_status.html").render(
+    return templates.get_template("plugin_status.html").render(
         versions=versions or Versions(None, __version__),
         version_known=versions is not None,
         clusters=[cluster_summary(pool, clock) for pool in pools],
         health=[{"type": m.get("type", "error"), "message": redact(m.get("message", ""))} for m in health],
-        generated=_timestamp(clock.now()),
+        generated=timestamp(clock.now()),
         predictions=predictions,
     )
 
 
 def render_cluster_status(pool: ClusterPool | None, clock: Clock) -> str:
-    return _templates.get_template("cluster_status.html").render(
-        cluster=cluster_summary(pool, clock) if pool else None, generated=_timestamp(clock.now())
-    )
-
-
-def _pod_for_job(pool: ClusterPool, job_id: int) -> tuple[PodRecord | None, str]:
-    """The pod that runs, ran or was started for a job, and how it relates to it."""
-    records = pool.records()
-    for record in records:
-        if record.current_job_id == job_id:
-            return record, "runs this job"
-    for record in records:
-        view = pool.port.get(record.name)
-        if view is not None and job_id_of(view.annotations.get(labels.ANN_LAST_JOB)) == job_id:
-            return record, "ran this job"
-    for record in records:
-        if record.created_for_job_id == job_id:
-            return record, "was started for this job"
-    return None, ""
-
-
-def render_agent_status(
-    pool: ClusterPool | None, agent_id: str | None, job_id: int | None, clock: Clock
-) -> str:
-    template = _templates.get_template("agent_status.html")
-    generated = _timestamp(clock.now())
-    if pool is None:
-        return template.render(pod=None, cluster=None, agent_id=agent_id, job_id=job_id, generated=generated)
-    record, relation = None, ""
-    if agent_id:
-        record = pool.record(agent_id)
-    elif job_id is not None:
-        record, relation = _pod_for_job(pool, job_id)
-    cluster = {
-        "url": _cluster_url(pool.settings.kubernetes_cluster_url),
-        "namespace": pool.settings.namespace,
-    }
-    if record is None:
-        return template.render(
-            pod=None, cluster=cluster, agent_id=agent_id, job_id=job_id, generated=generated
-        )
-    now = clock.now()
-    view = pool.port.get(record.name)
-    row = _row(record, view, now)
-    events: list[dict[str, Any]] = []
-    log_text = ""
-    problems: list[str] = []
-    raw_events: list[dict[str, Any]] = []
-    # Each read on its own: the RBAC may grant one and not the other (events list, pods/log get).
-    try:
-        raw_events = pool.port.pod_events(record.name)
-        events = [
-            {
-                "type": event.get("type") or "Normal",
-                "reason": event.get("reason") or "",
-                "message": redact(str(event.get("message") or "")),
-                "count": event.get("count") or 1,
-                "ago": _age(now - event["last_seen"]) + " ago" if event.get("last_seen") else "",
-            }
-            for event in raw_events
-        ]
-    except ClusterError as error:
-        problems.append(f"Events could not be read: {redact(str(error))}")
-    try:  # the agent's own output could echo a registration key or a token
-        log_text = redact(pool.port.pod_log(record.name, tail_lines=LOG_LINES))
-    except ClusterError as error:
-        problems.append(f"The log could not be read: {redact(str(error))}")
-    failed_ago = None
-    if row.state == "failed":
-        # The Warning event of the failure (Evicted, Error, ...) tells when it happened.
-        times = [
-            event["last_seen"]
-            for event in raw_events
-            if event.get("type") == "Warning"
-            and event.get("reason") == record.reason
-            and event.get("last_seen")
-        ]
-        failed_ago = _age(now - max(times)) if times else None
-    return template.render(
-        pod=row,
-        relation=relation,
-        job_id=job_id,
-        cluster=cluster,
-        labels=sorted((view.labels if view else {}).items()),
-        containers=list(view.containers) if view else [],
-        events=events,
-        log_text=log_text.rstrip("\n"),
-        log_lines=LOG_LINES,
-        problems=problems,
-        failed_ago=failed_ago,
-        generated=generated,
+    """The pods from memory, the nodes from the API (status_nodes.py: one line when they cannot be)."""
+    cluster = cluster_summary(pool, clock) if pool else None
+    nodes = node_section(pool.port, (row.node for row in cluster.rows)) if pool and cluster else None
+    return templates.get_template("cluster_status.html").render(
+        cluster=cluster, nodes=nodes, generated=timestamp(clock.now())
     )

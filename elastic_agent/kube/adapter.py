@@ -28,8 +28,10 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.connect import connect, disconnect
+from elastic_agent.kube.events import event_rows
+from elastic_agent.kube.nodes import NodeView, node_view
 from elastic_agent.kube.outage import OutageTracker, failure_reason
-from elastic_agent.kube.pod_cache import PodCache, epoch
+from elastic_agent.kube.pod_cache import PodCache
 from elastic_agent.kube.port import (
     ClusterError,
     Conflict,
@@ -247,23 +249,28 @@ class KubeCluster:
         resp = self._call("events", lambda: self._core.list_namespaced_event(
             self.namespace, field_selector=f"involvedObject.name={name}",
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
-        events = [
-            {
-                "type": e.get("type"),
-                "reason": e.get("reason"),
-                "message": e.get("message"),
-                "count": e.get("count") or 1,
-                "last_seen": epoch(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")),
-            }
-            for e in json.loads(resp.data).get("items") or []
-        ]
-        return sorted(events, key=lambda e: e["last_seen"])
+        return event_rows(json.loads(resp.data).get("items") or [])
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
+        options: dict[str, Any] = {"container": container} if container else {}
         resp = self._call("log", lambda: self._core.read_namespaced_pod_log(
-            name, self.namespace, tail_lines=tail_lines,
-            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+            name, self.namespace, tail_lines=tail_lines, _preload_content=False,
+            _request_timeout=self.request_timeout, **options))  # fmt: skip
         return bytes(resp.data).decode("utf-8", errors="replace")
+
+    def read_pod(self, name: str) -> dict[str, Any] | None:
+        # A list narrowed to the one name, with this backend's selector: the Role grants `list`, not
+        # `get`, and a pod of anyone else is not this report's to show.
+        resp = self._call("read", lambda: self._core.list_namespaced_pod(
+            self.namespace, label_selector=self._label_selector, field_selector=f"metadata.name={name}",
+            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        items = json.loads(resp.data).get("items") or []
+        return dict(items[0]) if items else None
+
+    def nodes(self) -> list[NodeView]:
+        resp = self._call("nodes", lambda: self._core.list_node(
+            _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
+        return [node_view(item) for item in json.loads(resp.data).get("items") or []]
 
     # -- the backend's own state (forecast/store.py) -------------------------------------------------
 

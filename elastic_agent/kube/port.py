@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from elastic_agent.kube.nodes import NodeView
 from elastic_agent.kube.pod_status import Condition, ContainerView
 
 if TYPE_CHECKING:
@@ -126,9 +127,21 @@ class ClusterPort(Protocol):
         """Delete; a pod that is already gone is not an error."""
 
     def pod_events(self, name: str) -> list[dict[str, Any]]:
-        """Events of one pod (for status reports): dicts with type, reason, message, count, last_seen."""
+        """Events of one pod (for status reports): dicts with type, reason, message, count, first_seen,
+        last_seen (epoch seconds) and field_path (the container an event is about, or "")."""
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str: ...
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
+        """The tail of a container's log; `container` None: the pod's only container (the API server
+        refuses it with 400 for a pod of several)."""
+
+    def read_pod(self, name: str) -> dict[str, Any] | None:
+        """One of this plugin's pods, whole, as the API serves it now (the agent status report shows
+        its spec and status); None when there is no such pod of this plugin. An API call: the cache
+        keeps only what the pool reads."""
+
+    def nodes(self) -> list[NodeView]:
+        """The cluster's nodes (the cluster status report). Cluster-scoped: without a ClusterRole that
+        grants `list` on nodes the API answers 403, raised as Forbidden."""
 
     def read_config_map(self, name: str) -> dict[str, str] | None:
         """The data of a ConfigMap of the namespace (what Predict learned); None when there is none."""

@@ -174,14 +174,14 @@ def job_completed(
     else:
         after = _retire_after_job(record, spec, jobs_run, now, state)
         if after is None:
-            intents.append(marks.idle_after_job(agent_id, job, jobs_run, spec, now))
+            intents.append(marks.idle_after_job(record, job, jobs_run, spec, now))
             return Plan(tuple(intents), f"pod {agent_id} is idle after {_count(jobs_run, 'job')}")
         reason = after
         stale = spec is not None and spec.reuse and record.fingerprint != spec.fingerprint
         if record.reuse and record.fingerprint and stale:
             intents.append(Supersede(record.fingerprint))
     intents += [
-        Mark(agent_id, marks.job_done(job, jobs_run)),
+        Mark(agent_id, marks.job_done(record, job, jobs_run)),
         marks.retiring(agent_id, reason),
         Retire(((agent_id, reason),), agents_idle=True),
     ]

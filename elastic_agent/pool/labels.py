@@ -41,6 +41,7 @@ ANN_CREATED_FOR = PREFIX + "created-for"  # JSON job identifier of the job the p
 ANN_CURRENT_JOB = PREFIX + "current-job"  # JSON job identifier while busy
 ANN_LAST_JOB = PREFIX + "last-job"  # JSON job identifier of the last job run
 ANN_JOBS_RUN = PREFIX + "jobs-run"
+ANN_RECENT_JOBS = PREFIX + "recent-jobs"  # JSON [[job id, "pipeline/1/stage/1/job"], ...] (job_history.py)
 ANN_FINGERPRINT = PREFIX + "fingerprint"  # full fingerprint, "v1:<sha256 hex>"
 ANN_ENVIRONMENT = PREFIX + "environment"  # the GoCD environment the agent registers into
 ANN_RETIRE_REASON = PREFIX + "retire-reason"

@@ -13,6 +13,7 @@ from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.intents import Changes, Mark
+from elastic_agent.pool.job_history import with_job
 from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.pool.pods import job_annotation, job_labels, official_labels, reuse_annotations
 from elastic_agent.pool.records import PodRecord, PodState
@@ -68,19 +69,22 @@ def busy_with_unknown_job(pod: str, now: float) -> Mark:
     )
 
 
-def job_done(job: JobIdentifier, jobs_run: int) -> Changes:
+def job_done(record: PodRecord, job: JobIdentifier, jobs_run: int) -> Changes:
     return {
         labels.ANN_JOBS_RUN: str(jobs_run),
         labels.ANN_LAST_JOB: job_annotation(job),
+        labels.ANN_RECENT_JOBS: with_job(record.recent_jobs, job),
         labels.ANN_CURRENT_JOB: None,
     }
 
 
-def idle_after_job(pod: str, job: JobIdentifier, jobs_run: int, spec: JobSpec | None, now: float) -> Mark:
+def idle_after_job(
+    record: PodRecord, job: JobIdentifier, jobs_run: int, spec: JobSpec | None, now: float
+) -> Mark:
     """Idle again, with the reuse knobs of the profile as the job-completion brought them (if it could
     be rendered: else the pod keeps the knobs it has)."""
     knobs = reuse_annotations(spec) if spec is not None else {}
-    return Mark(pod, {**job_done(job, jobs_run), **idle(now), **knobs}, NO_JOB_LABELS)
+    return Mark(record.name, {**job_done(record, job, jobs_run), **idle(now), **knobs}, NO_JOB_LABELS)
 
 
 def idle_after_lost_completion(record: PodRecord, now: float) -> Mark:

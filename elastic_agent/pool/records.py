@@ -47,6 +47,7 @@ class PodRecord:
     retire_reason: str | None
     schedule: Schedule | None = None  # ReuseSchedule: the knobs above are its plain values
     oom_told: str | None = None  # the OOM kill last told to a job's console (broken.oom_killed)
+    recent_jobs: str | None = None  # the annotation, as written (pool/job_history.py reads it)
 
     @classmethod
     def from_pod(
@@ -94,6 +95,7 @@ class PodRecord:
             deleting=pod.deleting,
             retire_reason=annotations.get(labels.ANN_RETIRE_REASON),
             oom_told=annotations.get(labels.ANN_OOM_TOLD),
+            recent_jobs=annotations.get(labels.ANN_RECENT_JOBS),
         )
 
     @property

@@ -133,16 +133,18 @@ class ApiServerNode:
                 return None
             raise
 
-    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None:
+    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal",
+                  field_path: str = "") -> None:  # fmt: skip
         now = _rfc3339(self.clock.now())
-        event = pod_event(ns, pod_name, reason, message, type_, now, {"generateName": f"{pod_name}."})
+        meta = {"generateName": f"{pod_name}."}
+        event = pod_event(ns, pod_name, reason, message, type_, now, meta, field_path)
         event["source"]["host"] = self.nodes[0]
         try:
             self._core.create_namespaced_event(ns, event, _preload_content=False)
         except ApiException as error:  # an event is a courtesy: its pod may be gone already
             log.debug("could not record event %s of %s: %s", reason, pod_name, error.status)
 
-    def append_log(self, ns: str, pod_name: str, line: str) -> None:
+    def append_log(self, ns: str, pod_name: str, line: str, container: str | None = None) -> None:
         """Logs live on a node; the API server has nowhere to keep them."""
 
     def tick(self) -> None:

@@ -34,6 +34,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from elastic_agent.clock import Clock, ScaledClock, SystemClock
 from elastic_agent.simulation.fake_kube_disruption import Disruptions
 from elastic_agent.simulation.fake_kube_faults import FaultRules
+from elastic_agent.simulation.fake_kube_logs import log_container
 from elastic_agent.simulation.fake_kube_objects import (
     POD_FIELDS,
     Obj,
@@ -116,8 +117,10 @@ class FakeKubeApi:
         """A token that authenticates as ServiceAccount `name` of `namespace`, allowed nothing yet (403)."""
         self.service_accounts[token] = ServiceAccount(f"system:serviceaccount:{namespace}:{name}")
 
-    def grant(self, token: str, namespace: str, rules: Sequence[Mapping[str, Any]]) -> None:
-        """Bind a Role with these rules (as in a Role manifest) in `namespace` to the token's account."""
+    def grant(self, token: str, namespace: str | None, rules: Sequence[Mapping[str, Any]]) -> None:
+        """Bind a Role with these rules (as in a Role manifest) in `namespace` to the token's account;
+        `namespace` None: a ClusterRole bound by a ClusterRoleBinding (every namespace, and the
+        cluster-scoped resources such as nodes)."""
         self.service_accounts[token].rules.setdefault(namespace, []).extend(rules)
 
     def close(self) -> None:
@@ -259,17 +262,20 @@ class FakeKubeApi:
         raise StoreError(405, "MethodNotAllowed", f"{method} is not supported on configmaps here")
 
     def _pod_log(self, ns: str, name: str, query: dict[str, str]) -> tuple[int, str, str]:
-        """kube-apiserver asks the pod's node for the log: a pod without a node has none to ask (204, no
-        content), a node the cluster does not know is a 404 (the real message names it as a pod, sic);
-        the fake's nodes (`store.nodes`) answer with the log the simulated kubelet wrote."""
+        """As kube-apiserver's `LogLocation`: the container first (fake_kube_logs.py: 400 for none of
+        several, or one the pod lacks), then the node. A pod without a node has no kubelet to ask (204,
+        no content), a node the cluster does not know is a 404 (the real message names it as a pod,
+        sic); the fake's nodes (`store.nodes`) answer as a kubelet: 400 for a container that has not
+        run, else the log the simulated kubelet wrote."""
         pod = self.store.get_pod(ns, name)
+        container = log_container(pod, query.get("container"))
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             return 204, "", "text/plain"
         if node not in self.store.nodes:
             raise StoreError(404, "NotFound", f'pods "{node}" not found')
         tail = int(query["tailLines"]) if query.get("tailLines") else None
-        return 200, self.store.get_log(ns, name, tail), "text/plain"
+        return 200, self.store.get_log(ns, name, tail, container), "text/plain"
 
     def _discovery(self, path: str) -> Obj:
         if path == "/version":

@@ -281,15 +281,19 @@ def validate_metadata(
 
 
 def pod_event(
-    ns: str, pod_name: str, reason: str, message: str, type_: str, now: str, metadata: Mapping[str, Any]
+    ns: str, pod_name: str, reason: str, message: str, type_: str, now: str, metadata: Mapping[str, Any],
+    field_path: str = "",
 ) -> Obj:
-    """A kubelet's Event about a pod, shaped as the API server stores one; `metadata` names it the way
-    its store does (a generated name, a resourceVersion)."""
+    """A kubelet's Event about a pod or one of its containers (`field_path`), shaped as the API server
+    stores one; `metadata` names it the way its store does (a generated name, a resourceVersion)."""
+    involved = {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "namespace": ns}
+    if field_path:
+        involved["fieldPath"] = field_path
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {**metadata, "namespace": ns},
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "namespace": ns},
+        "involvedObject": involved,
         "reason": reason,
         "message": message,
         "type": type_,

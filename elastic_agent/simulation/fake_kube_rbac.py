@@ -3,7 +3,9 @@
 A real server decides on (namespace, verb, resource[/subresource], name) against the Roles bound to the
 caller; the fake does the same for service-account tokens granted a Role's rules, so that a missing
 permission gets the 403 a real cluster answers (tests/test_rbac.py runs on the real server, the contract
-tests on both). ClusterRoles, groups and aggregation are not modelled: the plugin needs none.
+tests on both). A ClusterRole bound with a ClusterRoleBinding grants its rules in every namespace and at
+the cluster scope (rules kept under the namespace None); one bound with a RoleBinding is a Role there.
+Groups and aggregation are not modelled: the plugin needs neither.
 """
 
 from __future__ import annotations
@@ -15,17 +17,17 @@ from typing import Any
 
 @dataclass
 class ServiceAccount:
-    """A bearer token's identity and the Role rules bound to it, per namespace (no ClusterRoles)."""
+    """A bearer token's identity and the rules bound to it, per namespace (None: cluster-wide)."""
 
     user: str
-    rules: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    rules: dict[str | None, list[Mapping[str, Any]]] = field(default_factory=dict)
 
     def allows(self, namespace: str | None, verb: str, resource: str, name: str | None) -> bool:
-        """RBAC's rule matching for the core API group: any rule of a Role in `namespace` that names the
-        verb, the resource (with its subresource: `pods/log`) and, if it lists names, the object."""
-        if namespace is None:
-            return False  # cluster-scoped: a Role never grants it
-        for rule in self.rules.get(namespace, []):
+        """RBAC's rule matching for the core API group: any rule bound in `namespace`, or cluster-wide
+        (a Role never grants a cluster-scoped resource), that names the verb, the resource (with its
+        subresource: `pods/log`) and, if it lists names, the object."""
+        bound = [*self.rules.get(None, []), *(self.rules.get(namespace, []) if namespace else [])]
+        for rule in bound:
             if not {"", "*"} & set(rule.get("apiGroups") or []):
                 continue
             if not {verb, "*"} & set(rule.get("verbs") or []):

@@ -27,6 +27,8 @@ from typing import Any
 
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.simulation.fake_kube_configmaps import FakeConfigMaps
+from elastic_agent.simulation.fake_kube_logs import ContainerLogs, first_container_name
+from elastic_agent.simulation.fake_kube_nodes import node_object
 from elastic_agent.simulation.fake_kube_objects import (
     EVENT_FIELDS,
     POD_FIELDS,
@@ -143,7 +145,7 @@ class FakeKubeStore:
         self._rv = 1  # etcd's first revision: no list says 0, which a watch would take for "any version"
         self._pods: dict[str, dict[str, Obj]] = {}
         self._events: dict[str, list[Obj]] = {}
-        self._logs: dict[tuple[str, str], list[str]] = {}
+        self.logs = ContainerLogs()
         self._history: deque[Change] = deque()
         self._history_floor = 0  # every change with a resourceVersion above this is in the history
         self._pending_notify: list[Change] = []
@@ -463,19 +465,23 @@ class FakeKubeStore:
 
     # -- events, logs, nodes -------------------------------------------------------------------------
 
-    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None:
+    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal",
+                  field_path: str = "") -> None:  # fmt: skip
+        """What a kubelet records about a pod, or one of its containers (`field_path`, as the kubelet's
+        GenerateContainerRef writes it: `spec.containers{name}`)."""
         with self._lock:
             now = rfc3339(self.clock.now())
             events = self._events.setdefault(ns, [])
             for event in events:  # a repeated event is counted, as the real event recorder does
-                same = (event["involvedObject"]["name"], event["reason"], event["message"])
-                if same == (pod_name, reason, message):
+                involved = event["involvedObject"]
+                same = (involved["name"], involved.get("fieldPath", ""), event["reason"], event["message"])
+                if same == (pod_name, field_path, reason, message):
                     event["count"] += 1
                     event["lastTimestamp"] = now
                     event["metadata"]["resourceVersion"] = str(self._bump())
                     return
             metadata = {"name": f"{pod_name}.{uuid.uuid4().hex[:16]}", "resourceVersion": str(self._bump())}
-            events.append(pod_event(ns, pod_name, reason, message, type_, now, metadata))
+            events.append(pod_event(ns, pod_name, reason, message, type_, now, metadata, field_path))
 
     def create_event(self, ns: str, body: Mapping[str, Any]) -> Obj:
         """An Event written through the API (what a kubelet or a scheduler records), stored as given."""
@@ -504,26 +510,19 @@ class FakeKubeStore:
             items = [copy.deepcopy(e) for e in self._events.get(ns, []) if selected(e, [], fields)]
             return items, self._rv
 
-    def append_log(self, ns: str, pod_name: str, line: str) -> None:
+    def append_log(self, ns: str, pod_name: str, line: str, container: str | None = None) -> None:
+        """A line the pod's `container` wrote (None: its first container)."""
         with self._lock:
-            self._logs.setdefault((ns, pod_name), []).append(line)
+            pod = self._pods.get(ns, {}).get(pod_name) or {}
+        self.logs.append(ns, pod_name, container or first_container_name(pod), line)
 
-    def get_log(self, ns: str, pod_name: str, tail_lines: int | None = None) -> str:
+    def get_log(self, ns: str, pod_name: str, tail_lines: int | None = None, container: str | None = None,
+                *, checked: bool = True) -> str:  # fmt: skip
+        """The tail of a container's log, as a real cluster serves it (ContainerLogs.read)."""
         with self._lock:
-            self._pod(ns, pod_name)
-            lines = self._logs.get((ns, pod_name), [])
-            if tail_lines is not None:
-                lines = lines[-tail_lines:] if tail_lines > 0 else []
-            return "".join(line + "\n" for line in lines)
+            pod = copy.deepcopy(self._pod(ns, pod_name))
+        return self.logs.read(pod, container, tail_lines, checked=checked)
 
     def list_nodes(self) -> list[Obj]:
-        ready = {"type": "Ready", "status": "True"}
-        return [
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                "status": {"conditions": [ready], "allocatable": {"cpu": "8", "memory": "32Gi"}},
-            }
-            for name in self.nodes
-        ]
+        at = rfc3339(0)
+        return [node_object(name, index, at) for index, name in enumerate(self.nodes)]

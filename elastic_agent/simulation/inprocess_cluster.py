@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elastic_agent.clock import Clock
+from elastic_agent.kube.events import event_rows
+from elastic_agent.kube.nodes import NodeView, node_view
 from elastic_agent.kube.outage import OutageTracker
 from elastic_agent.kube.pod_cache import pod_view
 from elastic_agent.kube.port import (
@@ -77,7 +79,7 @@ class SimulationKubeStore(FakeKubeStore):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._pod_events: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        self._pod_events: dict[tuple[str, str], dict[tuple[str, str, str], Obj]] = {}
         self.keep_logs = False
 
     # Structural sharing: a stored pod is never changed in place, so a new version copies only what it
@@ -133,7 +135,7 @@ class SimulationKubeStore(FakeKubeStore):
         gone = {**current, "metadata": metadata}
         self._record("DELETED", ns, gone, current)
         self._pod_events.pop((ns, name), None)
-        self._logs.pop((ns, name), None)
+        self.logs.drop(ns, name)
         return gone
 
     @staticmethod
@@ -143,17 +145,19 @@ class SimulationKubeStore(FakeKubeStore):
             for listener in listeners:
                 listener(change.type, change.obj)
 
-    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None:
+    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal",
+                  field_path: str = "") -> None:  # fmt: skip
         with self._lock:
             now = rfc3339(self.clock.now())
             events = self._pod_events.setdefault((ns, pod_name), {})
-            event = events.get((reason, message))
+            event = events.get((field_path, reason, message))
             if event is not None:
                 event["count"] += 1
                 event["lastTimestamp"] = now
                 return
             metadata = {"name": f"{pod_name}.{len(events)}"}
-            events[(reason, message)] = pod_event(ns, pod_name, reason, message, type_, now, metadata)
+            events[(field_path, reason, message)] = pod_event(ns, pod_name, reason, message, type_, now,
+                                                              metadata, field_path)  # fmt: skip
 
     def list_events(self, ns: str, field_selector: str | None = None) -> tuple[list[Obj], int]:
         with self._lock:
@@ -165,9 +169,9 @@ class SimulationKubeStore(FakeKubeStore):
             )
             return [json_copy(event) for group in groups for event in group.values()], self._rv
 
-    def append_log(self, ns: str, pod_name: str, line: str) -> None:
+    def append_log(self, ns: str, pod_name: str, line: str, container: str | None = None) -> None:
         if self.keep_logs:
-            super().append_log(ns, pod_name, line)
+            super().append_log(ns, pod_name, line, container)
 
     def deleting(self) -> bool:
         """Whether a graceful deletion waits for the store's next tick (any later store call)."""
@@ -345,23 +349,24 @@ class InProcessCluster:
     def pod_events(self, name: str) -> list[dict[str, Any]]:
         self._count("events")
         items, _ = self._store.list_events(self.namespace, f"involvedObject.name={name}")
-        return [
-            {
-                "type": e.get("type"),
-                "reason": e.get("reason"),
-                "message": e.get("message"),
-                "count": e.get("count") or 1,
-                "last_seen": 0.0,
-            }
-            for e in items
-        ]
+        return event_rows(items)
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
         self._count("log")
         try:
-            return self._store.get_log(self.namespace, name, tail_lines)
+            return self._store.get_log(self.namespace, name, tail_lines, container)
         except StoreError as error:
             raise _cluster_error(error, "log") from None
+
+    def read_pod(self, name: str) -> dict[str, Any] | None:
+        self._count("read")
+        ours = ",".join(f"{k}={v}" for k, v in self._selector_items)
+        items, _ = self._store.list_pods(self.namespace, ours, f"metadata.name={name}")
+        return json_copy(items[0]) if items else None
+
+    def nodes(self) -> list[NodeView]:
+        self._count("nodes")
+        return [node_view(item) for item in self._store.list_nodes()]
 
     def read_config_map(self, name: str) -> dict[str, str] | None:
         self._count("configmaps")

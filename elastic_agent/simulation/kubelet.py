@@ -24,8 +24,9 @@ from typing import Any, Literal, Protocol
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.agents import AgentHost
+from elastic_agent.simulation.fake_kube_nodes import node_address
 from elastic_agent.simulation.fake_kube_store import Obj, rfc3339
-from elastic_agent.simulation.kubelet_statuses import container_status, env_of, first_container
+from elastic_agent.simulation.kubelet_statuses import env_of, first_container, running_status
 from elastic_agent.simulation.kubelet_troubles import (
     AT_ADMISSION,
     Step,
@@ -83,9 +84,10 @@ class PodHost(Protocol):
         """Bind the pod to `status["nodeName"]` if given, merge the rest into its status; None when it is
         gone or replaced."""
 
-    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal") -> None: ...
+    def add_event(self, ns: str, pod_name: str, reason: str, message: str, type_: str = "Normal",
+                  field_path: str = "") -> None: ...  # fmt: skip
 
-    def append_log(self, ns: str, pod_name: str, line: str) -> None: ...
+    def append_log(self, ns: str, pod_name: str, line: str, container: str | None = None) -> None: ...
 
     def tick(self) -> None:
         """Finish the graceful deletions that are due."""
@@ -237,8 +239,10 @@ class SimulatedKubelet:
         if trouble is not None and trouble.kind in AT_ADMISSION:
             self._apply(life, trouble.admitted(self.clock.now()))
             return
-        image = first_container(pod).get("image", "unknown")
-        self.store.add_event(ns, name, "Pulling", f'Pulling image "{image}"')
+        first = first_container(pod)
+        path = f"spec.containers{{{first.get('name', 'agent')}}}"
+        self.store.add_event(ns, name, "Pulling", f'Pulling image "{first.get("image", "unknown")}"',
+                             field_path=path)  # fmt: skip
         delay = self.boot_delay(pod) if callable(self.boot_delay) else self.boot_delay
         self._schedule(self.clock.now() + max(0.0, delay), "start", ns, name, uid)
 
@@ -298,15 +302,16 @@ class SimulatedKubelet:
             return
         container = first_container(pod)
         cname = container.get("name", "agent")
-        self.store.add_event(ns, name, "Pulled", f'Successfully pulled image "{container.get("image")}"')
-        self.store.add_event(ns, name, "Created", f"Created container {cname}")
-        self.store.add_event(ns, name, "Started", f"Started container {cname}")
+        containers = [c for c in pod["spec"].get("containers") or [] if isinstance(c, dict)] or [container]
+        for each in containers:  # every container of the pod starts; the first one is the agent
+            path = f"spec.containers{{{each.get('name', 'agent')}}}"  # the kubelet's GenerateContainerRef
+            self.store.add_event(ns, name, "Pulled", f'Successfully pulled image "{each.get("image")}"',
+                                 field_path=path)  # fmt: skip
+            self.store.add_event(ns, name, "Created", "Container created", field_path=path)
+            self.store.add_event(ns, name, "Started", "Container started", field_path=path)
         now = rfc3339(self.clock.now())
-        updated = self.store.update_status(ns, name, uid, {
-            "phase": "Running", "podIP": f"10.0.0.{next(self._seq) % 250 + 2}", "startTime": now,
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
-            "containerStatuses": [container_status(container, True, {"running": {"startedAt": now}})],
-        })  # fmt: skip
+        pod_ip, host_ip = f"10.0.0.{next(self._seq) % 250 + 2}", node_address(self.store.nodes, life.node)
+        updated = self.store.update_status(ns, name, uid, running_status(containers, now, pod_ip, host_ip))
         if updated is None:
             return
         env = env_of(container)

@@ -45,6 +45,20 @@ def container_status(
     return status
 
 
+def running_status(containers: list[dict[str, Any]], at: str, pod_ip: str, host_ip: str) -> Obj:
+    """The status of a pod whose containers all started `at` and are ready; its conditions as the
+    kubelet writes them (pkg/kubelet/kubelet_pods.go `generateAPIPodStatus`: its own four, then
+    PodScheduled)."""
+    kinds = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+    hosts = {"hostIP": host_ip, "hostIPs": [{"ip": host_ip}]} if host_ip else {}  # must be an IP
+    return {
+        "phase": "Running", "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "startTime": at, **hosts,
+        "conditions": [{"type": k, "status": "True", "lastProbeTime": None, "lastTransitionTime": at}
+                       for k in kinds],
+        "containerStatuses": [container_status(c, True, {"running": {"startedAt": at}}) for c in containers],
+    }  # fmt: skip
+
+
 def waiting(reason: str, message: str) -> Obj:
     return {"waiting": {"reason": reason, "message": message}}
 
