@@ -1,7 +1,7 @@
 """The real node (tests/real_node.py) runs pods as Kubernetes does: a kubelet, containerd and runc, and
-kube-scheduler, on the real control plane. What the plugin will be tested against next (issue 24): a pod
-that runs and fails with its exit code and log, an image that cannot be pulled, a pod too big for the
-node; and a node that leaves nothing behind on the machine, also after it was killed."""
+kube-scheduler, on the real control plane. What the plugin's real-pod tests (tests/test_real_pods_e2e.py)
+rely on: a pod that runs and fails with its exit code and log, an image that cannot be pulled, a pod too
+big for the node; and a node that leaves nothing behind on the machine, also after it was killed."""
 
 from __future__ import annotations
 
