@@ -2,7 +2,7 @@
 100,000-job working week (office hours, quiet nights and weekends: workload.WeekShape), over its whole
 candidate set, with the wall time of every simulation.
 
-    python -m benchmarks.advisor_speed                     # the yardstick: 100,000 jobs, a week
+    python -m benchmarks.advisor_speed                     # 100,000 jobs, a week: the target's size
     python -m benchmarks.advisor_speed --jobs 5000         # a minute or so
     python -m benchmarks.advisor_speed --exhaustive        # every candidate run (the reference)
 

@@ -74,7 +74,8 @@ def problems(results: Sequence[PolicyResult]) -> str:
 
 
 def targets(results: Sequence[PolicyResult], resend_s: float) -> str:
-    """Issue 5's targets for reuse on the standard trace, per reuse policy, against one pod per job."""
+    """The targets for reuse on the standard trace (RESULTS.md section 1), per reuse policy, against one
+    pod per job."""
     baseline = next((r for r in results if r.policy == ONE_POD_PER_JOB), None)
     reuse = [r for r in results if r.policy.startswith(REUSE_PREFIX)]
     if baseline is None or not reuse:

@@ -1,10 +1,9 @@
 """A benchmark baseline ONLY: the decision rules of the earlier reuse attempt for GoCD's Kubernetes plugin
 (kubernetes-elastic-agents PR 355), as docs/architecture.md ("What the earlier attempt got wrong")
 describes them, written from that description so the simulator can run it on the same trace as this
-project. It is deliberately defective; nothing in
-the product uses it.
+project. It is deliberately defective; nothing in the product uses it.
 
-Modelled (numbers are the items of §8):
+Modelled (numbered as the items of that section):
 1. No reservation: create-agent creates nothing while any tracked idle pod has the job's profile hash,
    however many jobs wait; otherwise one pod per job id (re-sends of a job with a pod are skipped).
 2. Idle expiry from pod creation: at each ping, a pod that is not building and is older than
@@ -77,7 +76,7 @@ class LegacyReusePlugin:
             agent = request.get("elastic_agent_id", "")
             pod = self._tracked.get(agent)
             if pod is None:
-                return 500, f"agent {agent} is not known"  # §8 item 5
+                return 500, f"agent {agent} is not known"  # item 5
             pod.busy = False
         elif name == "server-ping":
             self._ping(request)
@@ -85,7 +84,7 @@ class LegacyReusePlugin:
 
     @staticmethod
     def _hash(request: dict[str, Any]) -> str:
-        # §8 item 6: the profile only (the original's key order problem does not matter in one run).
+        # item 6: the profile only (the original's key order problem does not matter in one run).
         properties = request.get("elastic_agent_profile_properties") or {}
         return hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()
 
@@ -94,12 +93,12 @@ class LegacyReusePlugin:
         job_id = int(request["job_identifier"]["job_id"])
         idle = (p for p in self._tracked.values() if p.profile_hash == profile_hash and not p.busy)
         if any(p.registered for p in idle):
-            return  # §8 item 1: an idle pod "will take it", for every waiting job alike
+            return  # item 1: an idle pod "will take it", for every waiting job alike
         if any(p.created_for == job_id for p in self._known.values()):
             return  # a re-send of a job that already has its pod
         cap = int((request.get("cluster_profile_properties") or {}).get("pending_pods_count") or 10)
         if len(self._known) >= cap:
-            return  # §8 item 7: the pending-pods limit caps every pod
+            return  # item 7: the pending-pods limit caps every pod
         view = self._port.create_pod(self._manifest(request))
         pod = _Pod(view.name, profile_hash, job_id, self._clock.now())
         self._tracked[view.name] = self._known[view.name] = pod
@@ -136,7 +135,7 @@ class LegacyReusePlugin:
         if not pod.busy and pod.profile_hash == self._hash(request):
             pod.busy = True
             return True
-        del self._tracked[agent]  # §8 item 4: a false loses the pod until the next refresh
+        del self._tracked[agent]  # item 4: a false loses the pod until the next refresh
         return False
 
     def _ping(self, request: dict[str, Any]) -> None:
@@ -153,7 +152,7 @@ class LegacyReusePlugin:
             building = agent is not None and agent.get("agent_state") == "Building"
             pod.busy = building
             pod.registered = pod.registered or agent is not None
-            if not building and now - pod.created_at > timeout:  # §8 item 2: age, not idle time
+            if not building and now - pod.created_at > timeout:  # item 2: age, not idle time
                 doomed.append(name)
         if doomed:
             body = json.dumps([{"agent_id": name} for name in doomed])

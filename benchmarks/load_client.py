@@ -12,7 +12,7 @@ status and body seen.
 
 Why not `http.client` in the benchmark process: that process also hosts the fake Kubernetes API server
 and its 5,000 pods, so its client threads share a GIL and a large heap with the server side of the
-test, and `http.client` spends more CPU per request than the backend's request path now does. This
+test, and `http.client` can spend more CPU per request than the backend's request path does. This
 client prepares the request bytes once, reads the answer by its Content-Length, and drives several
 connections from one thread with a selector, so its own share of the two cores stays small. It is
 still a real HTTP client over TCP: the backend sees ordinary requests on keep-alive connections.

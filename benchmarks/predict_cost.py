@@ -1,7 +1,7 @@
 """Predict on and off in the virtual-time simulator: what it buys on a two-stage pipeline, and what it costs
 (CPU time, and nothing else) on the standard trace, whose jobs carry no pipeline shape. The side-by-side
-table of issue 25 (pipeline-shaped traces, schedules) is benchmarks' other work; this is the quick check
-of the plugin's part.
+table against flat settings and schedules on pipeline-shaped traces is benchmarks/prediction_compare.py;
+this is the quick check of the plugin's part.
 
     python -m benchmarks.predict_cost      # 50 runs of the pipeline, the standard trace's first 2000 jobs
     python -m benchmarks.predict_cost --runs 10 --standard-jobs 500

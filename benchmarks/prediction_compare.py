@@ -19,10 +19,11 @@ starts the next stage's pods ahead with banked registration keys. Its rows repor
 pods a prediction wanted but had no key for, and hits (started ahead and given a job of the stage they
 were started for).
 
-The issue's targets are reported, not asserted: on the pipeline trace p95 at most 10 s and mean at most
-2 s at idle pod-seconds per job no higher than flat IdleTimeout 10m's, no registration refused; on the
-standard trace prediction no worse than the same setting without it. Simulated figures are fixed by the
-seed; the CPU time the simulations took (all worker processes) and the load average are printed beside.
+The targets prediction is judged against are reported, not asserted: on the pipeline trace p95 at most
+10 s and mean at most 2 s at idle pod-seconds per job no higher than flat IdleTimeout 10m's, no
+registration refused; on the standard trace prediction no worse than the same setting without it.
+Simulated figures are fixed by the seed; the CPU time the simulations took (all worker processes) and
+the load average are printed beside.
 """
 
 from __future__ import annotations

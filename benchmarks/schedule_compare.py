@@ -16,8 +16,9 @@ simulated, the jobs and pod-seconds from the cut counted); without it, learned a
 trace. The traces start on a Monday 00:00 UTC (workload.py's default
 origin), so the standard trace's hour 14 is 14:00 and the week's first day is a Monday.
 
-The issue's targets are reported, not asserted: p95 wait at most 10 s, idle pod-seconds per job no higher
-than flat IdleTimeout 10m's on the same trace, no job waiting past the create-agent re-send period.
+The targets schedules are judged against are reported, not asserted: p95 wait at most 10 s, idle
+pod-seconds per job no higher than flat IdleTimeout 10m's on the same trace, no job waiting past the
+create-agent re-send period.
 Simulated figures are identical for a seed; wall times are not (and are not reported here).
 """
 

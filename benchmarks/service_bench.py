@@ -225,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines.append(f"  the same through http.client in this process, {label}: {summary(latencies)}")
             settle(requests_log)
         lines.append(f"  true answers {answers.count('true')}/{len(answers)}")
-        # The pods just made busy are being written to the cluster in the background (about 2 s of the
-        # backend's time): let that finish so that the throughput counts should-assign-work alone.
+        # The pods just made busy are being written to the cluster in the background: let that finish so
+        # that the throughput counts should-assign-work alone.
         lines.append(f"background writes settled after {settle(requests_log):.1f} s")
         result = load_client("throughput", port, callback_url, "should-assign-work", ask,
                              "--seconds", str(args.seconds), "--connections", str(args.threads))  # fmt: skip

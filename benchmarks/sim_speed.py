@@ -1,7 +1,7 @@
 """How fast the virtual-time simulator runs: wall time for a generated trace at the standard trace's
 density (20,000 jobs a day), one pod per job and reuse, with where the time went.
 
-    python -m benchmarks.sim_speed --jobs 100000          # the issue's yardstick: 100,000 jobs
+    python -m benchmarks.sim_speed --jobs 100000          # the size its target is set for (RESULTS.md §2)
     python -m benchmarks.sim_speed --jobs 5000            # a minute or so
 
 Each policy is one simulation; with --workers 2 (the default on 2 cores) the two run side by side, each

@@ -8,8 +8,8 @@ level, with spikes when the load bunches up. Counts are therefore judged by wher
 against how high they already went at the start: the median of the last third of the window after the
 warm-up may exceed the peak of the first third only by an allowance. The median, not the peak, of the
 last third: on a shared machine the simulated GoCD stalls now and then, pods pile up and retire together,
-and one such spike in the last third is not growth (the first 30-minute run had one: 45 pods, 14 of them
-retiring, in one sample at the very end, against a level of about 30 all along). A least-squares slope
+and one such spike in the last third, even in the very last sample, is not growth (RESULTS.md section 8
+has a run that ended on one). A least-squares slope
 would not do for counts on a short run: a bounded series that swings by ten entries has a slope of
 hundreds per hour over two minutes.
 

@@ -11,8 +11,8 @@ images/archive importer). Layers are stored uncompressed: the archive is read
 once, on this machine, so gzip would only cost time.
 
 Archives are cached in ~/.cache/gocd-reuse-real-node/ under a hash of what they are made from, and an
-image's tag is that hash, so a changed input is a new image, never a stale one. Other images (the agent
-image of issue 24, item 2) can be written the same way with `write_oci_archive()`.
+image's tag is that hash, so a changed input is a new image, never a stale one. Other images can be
+written the same way with `write_oci_archive()`.
 
     archive = debian_image()      # minutes the first time (mmdebstrap), then a lookup
     node.import_image(archive)    # tests/real_node.py

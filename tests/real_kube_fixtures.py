@@ -5,7 +5,7 @@ Import the fixtures you use into a test module, as with tests/kube_fixtures.py:
     from tests import real_kube_fixtures
     real_kube = real_kube_fixtures.real_kube  # fixture
 
-Built once per machine (minutes, then cached) and started once per test session (about 2 s). Where the
+Built once per machine (minutes, then cached) and started once per test session (seconds). Where the
 binaries cannot be built (no Go, Go failing) the tests that need them are skipped on a developer's
 machine, with the reason; with CI=true they fail instead, so that CI never passes by skipping them."""
 

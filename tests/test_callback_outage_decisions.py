@@ -1,8 +1,8 @@
 """GoCD's callbacks failing changes none of the plugin's decisions about pods.
 
 The fault matrix (tests/test_fault_matrix_backend.py, benchmarks/RESULTS.md section 7) runs the callback
-outage in scaled real time and reports 12 to 19 pods more than its baselines. Those baselines differ by
-4 pods from each other, so the figure mixes the outage with real time's timing. This test runs the same
+outage in scaled real time and reports more pods than its baselines; but those baselines differ from
+each other too, so the figure mixes the outage with real time's timing. This test runs the same
 kind of churn (reuse and one-pod-per-job profiles, two environments, bursts, the outage after the third
 burst) in virtual time, where a run is deterministic. With every call into GoCD answered 503 for two
 minutes (list-agents, disable-agents, console lines), the pods created and every job's wait are

@@ -3,11 +3,10 @@ full path gives: the same pods (names, creation and deletion times), the same wa
 same assignments (which pod ran which job, from when to when).
 
 On the standard trace of benchmarks/compare.py (`WorkloadSpec(jobs=20000, days=1)`, seed 1,
-pending_pods_count 1000). The whole trace, four policies on both paths, took 735 s on this 2-core
-machine (sharing it with another benchmark), too long for the suite, so the suite replays its first
-`FAST_PATH_JOBS` jobs (default 2000, its first two and a half hours); `FAST_PATH_JOBS=20000` replays it
-all. Besides the policies the issue names (reuse, with and without a warm pod, and one pod per job), a
-ReuseSchedule, as the advisor tries them.
+pending_pods_count 1000). The whole trace, four policies on both paths, takes too long for the suite
+(benchmarks/RESULTS.md section 11 times it), so the suite replays its first `FAST_PATH_JOBS` jobs
+(default 2000, its first two and a half hours); `FAST_PATH_JOBS=20000` replays it all. The policies:
+reuse with and without a warm pod, one pod per job, and a ReuseSchedule, as the advisor tries them.
 """
 
 from __future__ import annotations

@@ -153,8 +153,8 @@ def test_pods_refused_for_minutes_are_a_few_log_lines_and_one_unchanging_health_
     make_stack: Callable[..., Stack], caplog: pytest.LogCaptureFixture
 ) -> None:
     """The quota case in small, on the fake API server: 5 jobs whose pods are refused for 10 simulated
-    minutes (GoCD re-sends create-agent for each waiting job all along), then allowed. On the real
-    server (benchmarks/fault_matrix.py, 20 s of quota): 102 warning lines and 9 health messages."""
+    minutes (GoCD re-sends create-agent for each waiting job all along), then allowed. The real server's
+    case is benchmarks/fault_matrix.py's quota case (benchmarks/RESULTS.md section 7)."""
     stack = make_stack()
     seen: list[str] = []
     replace = stack.gocd.replace_health_messages

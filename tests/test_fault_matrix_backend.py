@@ -1,4 +1,4 @@
-"""The backend's part of the fault matrix (issue 14, item 1), short versions, on the real kube-apiserver
+"""The backend's part of the fault matrix, short versions, on the real kube-apiserver
 with the backend as its own process (tests/fault_backend_churn.py): killed with SIGKILL halfway through a
 retirement, and GoCD's callbacks failing for two minutes of scaled time. Each case runs during a churn of
 a reusing and a one-pod-per-job profile, and ends with every job run, GoCD's invariants held, pods and

@@ -9,77 +9,58 @@ through the adapter; server facts it relies on without calling for them (set-bas
 the end of a watch, validation, the status subresource, authorization) are asked for with the official
 client.
 
-The real server is the reference. The differences the contract found, and what became of them:
+The real server is the reference, and the fake (elastic_agent/simulation/fake_kube*.py) must answer as
+it does. Each test's name says the rule it pins down (label and annotation validation on create, patch
+and status writes; deletion and its grace periods; compare-and-swap; RBAC); the rules a name cannot
+hold, as kube-apiserver applies them:
 
-Fixed in the fake (elastic_agent/simulation/fake_kube*.py)
- 1. Labels and annotations were not validated. Real: 422 Invalid for a label value over 63 bytes, or
-    with characters other than alphanumerics and '-', '_', '.' inside; for a key whose name part breaks
-    the same rule or exceeds 63 bytes, or whose prefix is not a lowercase DNS subdomain of at most 253
-    bytes; annotation keys likewise, except that they are checked lowercased (capitals are allowed in an
-    annotation key, not in a label key); and for annotations of more than 256 KiB, keys and values
-    together (262144 bytes are allowed). The fake now validates on create, patch and status writes.
- 2. Deletion. Real: a pod no node runs (unbound) or that has finished (Failed, Succeeded) is deleted at
-    once, whatever grace period was asked; a bound one waits for the period asked, else its
-    terminationGracePeriodSeconds (defaulted to 30); deleting a terminating pod again with a shorter
-    period shortens it (0: at once), with a longer one changes nothing; the deletion is written first
-    (deletionTimestamp now, deletionGracePeriodSeconds 0: a MODIFIED event), then the pod removed
-    (DELETED); a uid precondition naming another pod is a 409. The fake deleted gracefully whenever its
-    `default_grace_seconds` was set, whatever the pod's node, phase or terminationGracePeriodSeconds,
-    ignored a second delete and preconditions, and emitted DELETED alone. Now as the real one. Left: the
-    fake's default grace period stays 0 (`default_grace_seconds`; the real default is 30 s) so that the
-    suite's deletions need no kubelet to finish them, and this contract sets it to 30; the simulations'
-    store (SimulationKubeStore) keeps its one-event removal, so that their results for a seed stay the
-    same.
- 3. pods/log. Real: a pod without a node has nobody to ask: 204 No Content (the adapter reads ""); a
-    pod bound to a node that does not exist is a 404 (whose message, sic, names the node as a pod); a
-    node whose kubelet cannot be reached is a 500. The fake answered 200 with whatever log had been
-    stored, node or not. Now: 204 without a node, 404 for a node not in `store.nodes`, and its own nodes
-    answer with the simulated kubelet's log. The 500 has no counterpart in the fake (its nodes always
-    answer): test_the_log_from_a_kubelet_that_cannot_be_reached_is_a_cluster_error runs on the real
-    server only. Either way the adapter raises a ClusterError, which the agent status page shows.
- 4. The status subresource, pods/binding and creating Events did not exist in the fake (its kubelet
-    writes to the store directly). Real: pods/status writes the status and, unlike a custom resource's
-    status subresource, labels and annotations as well, but silently keeps spec, deletionTimestamp and
-    ownerReferences; a resourceVersion in it is a compare-and-swap too. A binding assigns a node once
-    (409 after, 404 for no pod) and marks the pod PodScheduled. The fake now serves all three.
- 5. Authorization. Real: an unknown bearer token is a 401; a ServiceAccount without a Role granting the
-    call is a 403 naming the user, verb and resource; discovery (/version) is open to any authenticated
-    user. The fake knew one token and a switch forbidding everything. Now tokens can be ServiceAccounts
-    granted a Role's rules in a namespace, decided as RBAC decides (verbs, resources with subresources,
-    resourceNames; nothing cluster-wide). docker/kubernetes/rbac/role.yaml has no `get`: the fake now
-    refuses the adapter's token a GET of a pod, as the real server does (the adapter reads its cache).
- 6. Field selectors. Real: a field a kind cannot be selected by is a 400 ("field label not supported");
-    the fake matched any path. Now it knows the selectable fields of pods and events. Left: the fake
-    supports `=` only, the real one `!=` too (the adapter uses `involvedObject.name=`).
- 7. A patch of a pod's identity. Real: another uid, deletionTimestamp or deletionGracePeriodSeconds in a
-    patch is a 422 (immutable), another name a 400; creationTimestamp is silently kept. The fake silently
-    kept all of them. Now as the real one.
- 8. Bookmarks. Real: a watch from a resourceVersion gets a bookmark about 2 s before its end, none if
-    it lasts 3 s or less (and, by the watch cache's code, one a minute on long watches); a watch from
-    "now" (no resourceVersion, or "0") gets the pods there as ADDED, then a bookmark marked
-    `k8s.io/initial-events-end`. The fake sent one at the end of every watch that allowed them, at the
-    store's latest version: each watch moved the adapter up to date, so the version it resumed from
-    could not expire between two watches, which on the real server it does (the adapter's 410 path was
-    unreachable on the fake). Now as the real one.
- 9. A fresh fake store listed at resourceVersion "0", which a watch takes to mean "from now, with the
-    pods there as ADDED", not "from version 0". etcd's revisions start at 1, and a real list never says
-    0. The fake's now start at 1 too.
-10. 410 Gone: the same on both (a watch from a compacted version is answered 200, then one ERROR event
-    with code 410, reason Expired); the fake now also uses the real server's message. The fake compacts
-    with `store.compact()`; the real server, for the contract, on a control plane of its own that
-    compacts etcd every second and serves pod watches from etcd (its watch cache, on the session's
-    server, reaches back to the server's start).
+- Deletion is written first (deletionTimestamp now, deletionGracePeriodSeconds 0: a MODIFIED event),
+  then the pod removed (DELETED); a bound pod waits for the grace period asked, else its
+  terminationGracePeriodSeconds (defaulted to 30).
+- pods/log: a pod without a node has nobody to ask: 204 No Content (the adapter reads ""); a pod bound
+  to a node that does not exist is a 404 (whose message, sic, names the node as a pod); a node whose
+  kubelet cannot be reached is a 500. Either error is a ClusterError to the adapter, which the agent
+  status page shows.
+- pods/status writes the status and, unlike a custom resource's status subresource, labels and
+  annotations as well, but silently keeps spec, deletionTimestamp and ownerReferences; a resourceVersion
+  in it is a compare-and-swap too. pods/binding assigns a node once (409 after, 404 for no pod) and marks
+  the pod PodScheduled.
+- Authorization: a 403 names the user, verb and resource; discovery (/version) is open to any
+  authenticated user. The Role has no `get`: a GET of a pod is refused to the adapter's token (the
+  adapter reads its cache).
+- A patch of a pod's identity: another uid, deletionTimestamp or deletionGracePeriodSeconds is a 422
+  (immutable), another name a 400; creationTimestamp is silently kept.
+- Bookmarks: a watch from a resourceVersion gets a bookmark about 2 s before its end, none if it lasts
+  3 s or less (and, by the watch cache's code, one a minute on long watches); a watch from "now" (no
+  resourceVersion, or "0") gets the pods there as ADDED, then a bookmark marked
+  `k8s.io/initial-events-end`. So the version a watch resumes from can expire between two watches, and
+  the adapter's 410 path is reached.
+- resourceVersions are etcd's revisions, which start at 1: a list never says "0", which a watch would
+  take to mean "from now, with the pods there as ADDED".
+- 410 Gone: a watch from a compacted version is answered 200, then one ERROR event with code 410, reason
+  Expired. The fake compacts with `store.compact()`; the real server, for the contract, runs on a
+  control plane of its own that compacts etcd every second and serves pod watches from etcd (the
+  session's server's watch cache reaches back to its start).
 
-Left as they are (the adapter does not depend on them)
-11. Watch timeouts: the real server takes whole seconds (`timeoutSeconds=0.5` is a 400); the fake also
-    takes fractions, which its own tests use to stay fast. The adapter sends whole seconds.
-12. A resourceVersion that is not a number in a merge patch: the real server answers 500, the fake 409.
-13. The real server fills in defaults (restartPolicy, dnsPolicy, terminationGracePeriodSeconds,
-    status.qosClass, ...) and refuses a pod without containers (422); the fake stores the spec as given.
-14. A list at a resourceVersion (`resourceVersionMatch=Exact`, 410 once compacted): the fake ignores the
-    parameters. The adapter lists the current state only.
-15. Events are listed in name order by the real server (names end in random characters), in creation
-    order by the fake. The adapter sorts them by time.
+Where the fake differs on purpose, or where the adapter does not depend on the difference:
+
+- The fake's default grace period is 0 (`default_grace_seconds`; the real default is 30 s), so that the
+  suite's deletions need no kubelet to finish them; this contract sets it to 30. The simulations' store
+  (SimulationKubeStore) removes a deleted pod in one event, so that their results for a seed stay the
+  same.
+- The fake's nodes always answer for logs: the 500 of an unreachable kubelet is tested on the real server
+  only (test_the_log_from_a_kubelet_that_cannot_be_reached_is_a_cluster_error).
+- Field selectors: the fake supports `=` only, the real one `!=` too (the adapter uses
+  `involvedObject.name=`).
+- Watch timeouts: the real server takes whole seconds (`timeoutSeconds=0.5` is a 400); the fake also
+  takes fractions, which its own tests use to stay fast. The adapter sends whole seconds.
+- A resourceVersion that is not a number in a merge patch: the real server answers 500, the fake 409.
+- The real server fills in defaults (restartPolicy, dnsPolicy, terminationGracePeriodSeconds,
+  status.qosClass, ...) and refuses a pod without containers (422); the fake stores the spec as given.
+- A list at a resourceVersion (`resourceVersionMatch=Exact`, 410 once compacted): the fake ignores the
+  parameters. The adapter lists the current state only.
+- Events are listed in name order by the real server (names end in random characters), in creation
+  order by the fake. The adapter sorts them by time.
 """
 
 from __future__ import annotations
@@ -365,7 +346,7 @@ def status_of(call: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
 
 def watch(api: client.CoreV1Api, namespace: str, **options: Any) -> list[tuple[str, str]]:
     """One watch request until the server ends it: (type, pod name or error code) per event, without
-    bookmarks (where and whether they come differs between servers, see the docstring). The read timeout
+    bookmarks (where and whether they come depends on the watch, see the module docstring). The read timeout
     is far beyond the watch's own, so a stream that does not end fails the test."""
     stream = api.list_namespaced_pod(namespace, watch=True, _preload_content=False, _request_timeout=(10, 60),
                                      **options)  # fmt: skip

@@ -1,6 +1,7 @@
-"""The parts of the outage behaviour (issue 14) one by one: the backoff schedule, the outage tracker's
-few lines, the annotation writer's per-pod backoff on its thread (against the fake API server over
-HTTP), and urllib3's reconnect warnings of the Kubernetes client only turned into DEBUG lines."""
+"""The parts of the outage behaviour (docs/architecture.md, "When the Kubernetes API is away") one by
+one: the backoff schedule, the outage tracker's few lines, the annotation writer's per-pod backoff on its
+thread (against the fake API server over HTTP), and urllib3's reconnect warnings of the Kubernetes client
+only turned into DEBUG lines."""
 
 from __future__ import annotations
 

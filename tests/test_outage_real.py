@@ -1,8 +1,9 @@
-"""The operator's case of issue 14 on a real kube-apiserver: a busy pool, kube-apiserver killed and
-started again after 20 s, and the backend (its own process, as deployed) writes a handful of warning
-lines, not one per pod per retry. Before the fix the same outage wrote hundreds (the annotation writer
-per pod and per change, urllib3 per reconnect, the watch per retry, create-agent per job); the figures
-of a one-minute outage are in docs/architecture.md, "When the Kubernetes API is away".
+"""An operator's outage on a real kube-apiserver: a busy pool, kube-apiserver killed and started again
+after 20 s, and the backend (its own process, as deployed) writes a handful of warning lines, not one
+per pod per retry (the annotation writer per pod and per change, urllib3 per reconnect, the watch per
+retry, create-agent per job). What the backend does while the API is away is in docs/architecture.md,
+"When the Kubernetes API is away"; the lines of a one-minute outage counted with and without the outage
+tracker in benchmarks/RESULTS.md section 7.
 
 Every log line of the backend process counts, from every logger (urllib3's included): its stderr is its
 whole log. The simulated GoCD and kubelet run in this process on a scaled clock, the backend on real

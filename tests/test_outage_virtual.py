@@ -1,10 +1,11 @@
-"""An outage of the Kubernetes API under a busy pool, in virtual time (issue 14): a few log lines and one
+"""An outage of the Kubernetes API under a busy pool, in virtual time: a few log lines and one
 GoCD health message whatever the number of pods, writes retried per pod with exponential backoff, jobs
 assigned from memory meanwhile, and every state change on its pod once the API answers again.
 
 The in-process port is made unreachable (`InProcessCluster.unreachable`: every call raises
 `Unreachable`, the cache freezes as a watch without its server would); the backend's pool, writer and
-outage tracker are the production ones. Eight simulated minutes take a second or two."""
+outage tracker are the production ones. Virtual time, so that minutes of outage cost the suite no
+waiting."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The real node (tests/real_node.py) runs pods as Kubernetes does: a kubelet, containerd and runc, and
-kube-scheduler, on the real control plane. What the plugin will be tested against next (issue 24): a pod
-that runs and fails with its exit code and log, an image that cannot be pulled, a pod too big for the
-node; and a node that leaves nothing behind on the machine, also after it was killed. Then the plugin's
-status reports of a pod of two containers that the node runs, and the kubelet's refusal of a log that
-the fake's kubelet must match."""
+kube-scheduler, on the real control plane. What the plugin's real-pod tests (tests/test_real_pods_e2e.py)
+rely on: a pod that runs and fails with its exit code and log, an image that cannot be pulled, a pod too
+big for the node; and a node that leaves nothing behind on the machine, also after it was killed. Then the
+plugin's status reports of a pod of two containers that the node runs, and the kubelet's refusal of a log
+that the fake's kubelet must match."""
 
 from __future__ import annotations
 

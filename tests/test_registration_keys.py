@@ -67,9 +67,9 @@ def pod_keys(stack: VirtualStack) -> list[str]:
 
 
 def test_a_key_kept_by_a_waiting_job_is_not_also_banked_for_the_warm_pool() -> None:
-    """The issue's reproduction, in process: an idle pod, MinIdlePods 1, a create-agent that needs no new
-    pod, the idle pod evicted; the next ping creates a pod for the waiting job and one for the warm pool.
-    The simulated server refuses a spent key as gocd/gocd's `AgentRegistrationController.agentRequest`
+    """How a key could be spent twice, in process: an idle pod, MinIdlePods 1, a create-agent that needs no
+    new pod, the idle pod evicted; the next ping creates a pod for the waiting job and one for the warm
+    pool. The simulated server refuses a spent key as gocd/gocd's `AgentRegistrationController.agentRequest`
     does (`EphemeralAutoRegisterKeyService.validateAndRevoke`)."""
     stack = virtual_stack(boot_delay=5, poll_interval_s=120.0)
     profile: dict[str, Any] = reuse_profile(stack, MinIdlePods="1")

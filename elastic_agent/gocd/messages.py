@@ -160,8 +160,8 @@ class _WithCluster:
 
 def _memo(request: object, name: str, make: Callable[[], Value]) -> Value:
     """A value computed once per (frozen) request object. functools.cached_property would do, but in
-    Python 3.11 it takes a lock at every first access, which costs should-assign-work a few
-    microseconds per new body (the lock is gone in 3.12)."""
+    Python 3.11 it takes a lock at every first access, which should-assign-work would pay for on every
+    new body (the lock is gone in 3.12)."""
     memo = request.__dict__
     try:
         value: Value = memo[name]
@@ -270,9 +270,10 @@ class ShouldAssignWorkRequest(_WithCluster):
 
 _should_assign_work: DigestCache[ShouldAssignWorkRequest] = DigestCache(4096)
 # The profile maps of cached should-assign-work requests: a few distinct maps, asked about in thousands of
-# bodies. Without sharing, each of the 4,096 cached requests kept its own copy (3 KiB of dicts and
-# strings, a cluster profile's CA certificate among them: about 13 MiB in the soak), allocated among the
-# request's short-lived garbage, so long-lived blocks ended up scattered over the C allocator's heaps.
+# bodies. Without sharing, each cached request would keep its own copy (dicts and strings, a cluster
+# profile's CA certificate among them), allocated among the request's short-lived garbage, so that
+# long-lived blocks end up scattered over the C allocator's heaps (the soak measured it: RESULTS.md
+# section 8).
 # Keyed by digest like every cache here; the maps are never changed.
 _shared_properties: DigestCache[Properties] = DigestCache(256)
 

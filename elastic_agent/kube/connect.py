@@ -37,11 +37,11 @@ class QuietKubeRetries(logging.Filter):
 
     Why a filter, and not `retries=0` with our loops doing all retrying: the one quick reconnect is worth
     keeping; it hides a keep-alive connection the server closed while idle, which is no outage and must
-    not be logged as one. When the server is really gone, urllib3's line would come once per call
-    (575 of them in a one-minute restart, issue 14) beside the outage tracker's few (outage.py), so the
-    line is demoted rather than dropped: DEBUG logging still shows each reconnect. A record's level is
-    decided before handlers see it, and a logger's filters run before its handlers and before the record
-    propagates, so demoting it here is enough."""
+    not be logged as one. When the server is really gone, urllib3's line would come once per failed
+    call, beside the outage tracker's few (outage.py), so the line is demoted rather than dropped: DEBUG
+    logging still shows each reconnect. A record's level is decided before handlers see it, and a
+    logger's filters run before its handlers and before the record propagates, so demoting it here is
+    enough."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args

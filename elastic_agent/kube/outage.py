@@ -1,11 +1,12 @@
 """Whether one Kubernetes API server answers, told by every call made to it: the one place that logs an
 outage.
 
-Without it each caller logged each failed call, so a one-minute kube-apiserver restart under a busy pool
-wrote over a thousand warning lines (issue 14): one per pod per retry from the annotation writer, one per
-reconnect from urllib3, one per watch retry, one per retirement. Now the port (`adapter.KubeCluster`,
-the simulation's in-process port) reports every call here: a call without an answer (`Unreachable`)
-and any answer, even an error status (the server is there then). The tracker writes
+Why one place: if each caller logged its own failed calls, a kube-apiserver restart under a busy pool
+would flood the log (one line per pod per retry from the annotation writer, one per reconnect from
+urllib3, one per watch retry, one per retirement) and bury the one fact that matters, that the server is
+away (benchmarks/RESULTS.md section 7 counts the lines of a restart with and without it). So the port
+(`adapter.KubeCluster`, the simulation's in-process port) reports every call here: a call without an
+answer (`Unreachable`) and any answer, even an error status (the server is there then). The tracker writes
 
 - one WARNING at the first failure ("... is unreachable: <reason>; jobs go on being assigned from
   memory"),

@@ -1,9 +1,10 @@
 """The pool's records, indexed by what its decisions look up.
 
 create-agent, the warm pool and serve-waiting-jobs decide under the pool's lock, which should-assign-work
-also takes. Scanning every record there made each create-agent hold the lock for milliseconds at 5,000
-pods. The index is updated per changed pod (the pool hears of every change) and answers in time
-proportional to what it returns. Records are immutable, so an update is remove-old then add-new.
+also takes. Scanning every record there would make each create-agent hold the lock for a time that
+grows with the cluster's pods (RESULTS.md section 4). The index is updated per changed pod (the pool
+hears of every change) and answers in time proportional to what it returns. Records are immutable, so
+an update is remove-old then add-new.
 
 The index knows only the records. What else makes a pod unusable (deleted by us but still shown by the
 watch) and which fingerprints are superseded stay with the pool, which filters what the index returns.

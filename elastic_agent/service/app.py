@@ -2,11 +2,10 @@
 
 `POST /gocd/plugin/<request-name>` is served by one small WSGI function (`plugin_requests_first`) in
 front of Flask, and only there. Why not a Flask route: GoCD asks should-assign-work for every idle
-agent and every waiting job, so that request is the backend's hot path. Measured in process with 5,000
-pods (WSGI call to answer), a Flask route took about 300 us, of which the executor 30 to 60 us and the
-rest Flask's per-request machinery (request context, URL map, Request and Response objects, signals);
-the function takes about 50 us. Over HTTP, waitress adds about 300 us of CPU per request either way.
-Flask (the application factory, `create_app`) serves `/healthz`, `/metrics` and everything else.
+agent and every waiting job, so that request is the backend's hot path, and on it Flask's per-request
+machinery (request context, URL map, Request and Response objects, signals) costs several times what the
+executor does; the function does only what the answer needs (benchmarks/RESULTS.md section 3 has the
+figures). Flask (the application factory, `create_app`) serves `/healthz`, `/metrics` and everything else.
 Every answer, of either, says the backend's version (`X-GoCD-Reuse-Backend-Version`), and every
 authorized plugin request's `X-GoCD-Reuse-Bridge-Version` is remembered (elastic_agent/gocd/versions.py).
 

@@ -1,21 +1,21 @@
 """Giving the C allocator's freed memory back to the operating system, once a minute.
 
-Why: the soak (benchmarks/soak.py, RESULTS.md section 8) found the backend's Python objects flat for the
-whole run while its resident memory grew 8 to 11 MiB an hour. What grew was glibc malloc's freed-but-kept
+Why: on glibc's malloc the backend's resident memory grows while its Python objects stay flat (the soak,
+benchmarks/soak.py; its figures are in RESULTS.md section 8). What grows is malloc's freed-but-kept
 memory: request bodies, parsed profiles and the Kubernetes client's responses are larger than pymalloc's
 512-byte blocks and go to malloc, and malloc gives memory back by itself only from the top of a heap, so
 long-lived objects scattered among freed ones keep whole pages resident. `malloc_trim(0)` (glibc 2.8 and
 later) also releases the free pages inside its heaps. Other long-running servers call it from a
 housekeeping thread for the same reason (Orthanc every 100 ms, Icinga 2 every 5 minutes; Dask documents
-the allocator's trim threshold for its workers). A call walks the heap under the allocator's lock: 15 ms
-to give back 150 MiB freed in 4 KiB pieces, under 1 ms when little is to be given back (the 2-core
-machine). So it is made from its own thread, once a minute.
+the allocator's trim threshold for its workers). A call walks the heap under the allocator's lock, for
+longer the more there is to give back, so it is made from its own thread, once a minute, never on a
+request's path.
 
 Where the C library has no `malloc_trim` (musl-based images, macOS), there is nothing to call: the thread
 is not started and the log says so once at DEBUG. Nor is it where jemalloc is the process's allocator
 (the image preloads it, docker/Dockerfile): glibc's heaps then hold next to nothing, and jemalloc gives
-freed pages back by itself after its decay time. With jemalloc the soak's resident memory stopped
-growing where glibc's per-thread arenas, trimmed, still grew 2 to 4 MiB an hour (RESULTS.md section 8).
+freed pages back by itself after its decay time. Trimming does not give back what glibc's per-thread
+arenas keep; jemalloc does, which is why the image runs on it (RESULTS.md section 8).
 
 The thread sleeps on the injected clock in short steps, like the period timer, so that stopping never
 waits for it.

@@ -102,11 +102,11 @@ def build_backend(
 # headers. Waitress's default since 1.3 is 1: every worker writes its status line and headers, then its
 # body, as soon as each is produced. With several connections busy at once that costs this GIL-bound
 # process dearly: each send() lets the GIL go, and the I/O thread and the other workers, woken on the
-# other core, take it in turn, again and again per request. Measured with 5,000 pods on two cores,
-# should-assign-work over 4 concurrent connections: about 1,400 req/s and 800 us of backend CPU per
-# request with the default, about 3,000 req/s and 330 us with 18,000 (waitress's default before 1.3);
-# one client alone answers as fast either way. Larger answers (status pages) still stream out in
-# 18,000-byte steps from the worker.
+# other core, take it in turn, again and again per request. 18,000 (waitress's default before 1.3)
+# covers every answer of the hot path, and with it the backend spends far less CPU per concurrent
+# request and answers many more of them (benchmarks/RESULTS.md section 3 has the figures); one client
+# alone is answered as fast either way. Larger answers (status pages) still stream out in 18,000-byte
+# steps from the worker.
 SEND_BYTES = 18_000
 
 

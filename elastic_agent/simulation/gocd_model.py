@@ -571,8 +571,9 @@ class SimulatedGoCD(ServerSide, AgentSide):
             self.stats.assignment_races.append(f"job {job.job_id} not given to {agent_id}: changed meanwhile")
             return
         if agent.config_state is ConfigState.DISABLED:
-            # The plugin disabled the agent between its `true` and the assignment (§8 item 9): GoCD still
-            # hands the work over, so the test sees what the plugin caused.
+            # The plugin disabled the agent between its `true` and the assignment (docs/architecture.md,
+            # "What the earlier attempt got wrong", item 9): GoCD still hands the work over, so the test
+            # sees what the plugin caused.
             self.stats.assignment_races.append(f"agent {agent_id} disabled while assigned job {job.job_id}")
         if agent.running_job_id is not None:
             self.stats.invariant_violations.append(f"agent {agent_id} got job {job.job_id} while building")

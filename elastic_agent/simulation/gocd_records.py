@@ -81,7 +81,8 @@ class Job:
         return None if self.assigned_at is None else self.assigned_at - self.scheduled_at
 
     def identifier(self) -> dict[str, Any]:
-        """The `job_identifier` object of §2: pipeline_counter and job_id numbers, stage_counter a string."""
+        """The `job_identifier` object GoCD sends (docs/architecture.md, "Requests"): pipeline_counter and
+        job_id numbers, stage_counter a string."""
         return {
             "pipeline_name": self.pipeline,
             "pipeline_label": str(self.pipeline_counter),

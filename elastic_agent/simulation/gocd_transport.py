@@ -165,5 +165,6 @@ def job_completion_body(
 
 
 def server_ping_body(cluster_profiles: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-    # Singular `all_cluster_profile_properties` here; plugin-status-report says "profiles" (§2).
+    # Singular `all_cluster_profile_properties` here; plugin-status-report says "profiles"
+    # (docs/architecture.md, "Requests").
     return {"all_cluster_profile_properties": [dict(profile) for profile in cluster_profiles]}
