@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from elastic_agent.advisor.advise import run_advisor
-from elastic_agent.advisor.workload import (
+from elastic_agent.traces.workload import (
     DEFAULT_ORIGIN,
     WeekShape,
     WorkloadSpec,

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.legacy_reuse import legacy_policy
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import (
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import (
     TraceJob,
     WorkloadSpec,
     describe,
@@ -28,7 +29,6 @@ from elastic_agent.advisor.workload import (
     load_trace,
     write_trace,
 )
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 
 RESULTS = Path(__file__).parent / "results"
 PLOT_LINKS = ["![wait distribution](wait_distribution.png)", "![pods over time](pods_over_time.png)", ""]

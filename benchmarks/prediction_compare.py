@@ -5,7 +5,7 @@ prediction with a schedule, in virtual time, on the same trace and in the same r
     python -m benchmarks.prediction_compare --trace standard    # results/prediction_compare_standard.*
     python -m benchmarks.prediction_compare --quick             # both, small: a smoke run
 
-Traces: `pipelines` is a pipeline-shaped working week (advisor/pipelines.py, `PipelineSpec` with
+Traces: `pipelines` is a pipeline-shaped working week (traces/pipelines.py, `PipelineSpec` with
 `--commits-per-hour`), `standard` the standard trace of benchmarks/compare.py (`WorkloadSpec(jobs=20000,
 days=1)`), both from Monday 00:00 UTC. Every profile takes the same settings, as in compare.py.
 
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.schedule_compare import schedule_policy
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.schedule_advice import analyse
-from elastic_agent.advisor.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, WorkloadSpec, describe, generate
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.schedule_advice import analyse
+from elastic_agent.traces.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, WorkloadSpec, describe, generate
 
 RESULTS = Path(__file__).parent / "results"
 FLAT = ("2m", "10m", "30m", "60m")

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.real_pods_live import BootSample, LiveResult, boot_samples, replay
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import DAY_S, ProfileMix, TraceJob, WorkloadSpec, generate
 from elastic_agent.simulation.stack import Stack
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import DAY_S, ProfileMix, TraceJob, WorkloadSpec, generate
 from tests import node_stack
 from tests.node_stack import FAST_AGENT, FAST_GOCD, agent_profile
 

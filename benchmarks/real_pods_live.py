@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elastic_agent.advisor.measures import percentile
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.simulation.gocd_model import Job
 from elastic_agent.simulation.stack import Stack
+from elastic_agent.traces.measures import percentile
+from elastic_agent.traces.workload import TraceJob
 
 POLL_S = 0.1  # how often the pods are listed: a tenth of the shortest phase measured here
 TIMEOUT_S = 600.0  # a bound on each run, not an expectation

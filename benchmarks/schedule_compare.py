@@ -34,9 +34,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from elastic_agent.advisor.holdout import Split, split_trace
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.schedule_advice import Demand, analyse, propose
-from elastic_agent.advisor.workload import (
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.schedule_advice import Demand, analyse, propose
+from elastic_agent.traces.workload import (
     DEFAULT_ORIGIN,
     TraceJob,
     WeekShape,
@@ -44,7 +45,6 @@ from elastic_agent.advisor.workload import (
     describe,
     generate,
 )
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 
 RESULTS = Path(__file__).parent / "results"
 FLAT = ("2m", "10m", "30m", "60m")

@@ -20,8 +20,8 @@ from typing import Any
 
 from benchmarks.load_client import only_answer, run_apart
 from benchmarks.service_fixture import start_listening, summary
-from elastic_agent.advisor.measures import percentile
 from elastic_agent.service.wsgi import WsgiServer
+from elastic_agent.traces.measures import percentile
 
 ANSWER = b"false"
 PATH = "/gocd/plugin/cd.go.elastic-agent.should-assign-work"

@@ -18,13 +18,13 @@ from typing import Any
 
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from elastic_agent.advisor.measures import percentile
 from elastic_agent.clock import SystemClock
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.pool.pods import PodIdentity, build_pod, cluster_label
 from elastic_agent.simulation.fake_kube import FakeKubeServer
+from elastic_agent.traces.measures import percentile
 from profiles.cluster import ClusterProfile
 
 TOKEN = "service-benchmark-token"

@@ -32,7 +32,7 @@ POLICIES = {
 RUNNER = """
 import json, os, sys
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
-from elastic_agent.advisor.workload import WorkloadSpec, generate
+from elastic_agent.traces.workload import WorkloadSpec, generate
 args = json.loads(sys.argv[1])
 if args["cpu"] is not None:
     os.sched_setaffinity(0, {args["cpu"]})

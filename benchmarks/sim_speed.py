@@ -16,10 +16,10 @@ import platform
 import sys
 from collections.abc import Sequence
 
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import WorkloadSpec, describe, generate
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import WorkloadSpec, describe, generate
 
 TARGET_JOBS = 100_000
 TARGET_S = 60.0

@@ -2,7 +2,7 @@
 GoCD REST double of the suite (elastic_agent/simulation/gocd_rest, served over HTTP on loopback), and
 what a nightly re-run on the same output costs.
 
-For each size, a pipeline-shaped week (advisor/pipelines.py) is served as GoCD's history, `trace` reads
+For each size, a pipeline-shaped week (traces/pipelines.py) is served as GoCD's history, `trace` reads
 all of it (`--since` the week's start, the default concurrency), and the run's calls by endpoint, stage
 runs read, rows written and wall time are printed; the rows are checked against the double's ground
 truth. `--nightly` then serves the biggest week as it stood a day before its end, reads it, and reads
@@ -28,11 +28,11 @@ from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
 from elastic_agent.simulation.gocd_rest import World, serve, world_from_trace
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.workload import TraceJob
 
 ORIGIN = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 

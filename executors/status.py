@@ -7,9 +7,9 @@ from elastic_agent.gocd.messages import (
     ClusterStatusReportRequest,
     PluginStatusReportRequest,
 )
-from elastic_agent.gocd.status_agent import render_agent_status
-from elastic_agent.gocd.status_pages import render_cluster_status, render_plugin_status
 from elastic_agent.gocd.versions import HEALTH_KEY as VERSION_HEALTH_KEY
+from elastic_agent.status.agent import render_agent_status
+from elastic_agent.status.pages import render_cluster_status, render_plugin_status
 from executors.base import RequestContext, Response
 
 

@@ -4,7 +4,7 @@ templates or people, not called from Python."""
 # ruff: noqa
 _ = object()
 
-# Jinja templates (elastic_agent/gocd/templates) read these fields of the status pages' rows.
+# Jinja templates (elastic_agent/status/templates) read these fields of the status pages' rows.
 pool_state, state_for, age, job_relation, meaning, synced, next_try, fires
 schedulable, operating_system, architecture, kernel_version  # the cluster report's nodes (_nodes.html)
 _.total

@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 
 from elastic_agent.advisor.advise import BASELINE, ProfileAdvice, advise_profile, render, summary
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import WorkloadSpec, generate
 from elastic_agent.simulation.virtual_time import SimSettings, Simulation
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import WorkloadSpec, generate
 
 
 def _figures(result: PolicyResult) -> dict[str, object]:

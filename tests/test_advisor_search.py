@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from elastic_agent.advisor.advise import Candidate, choose, flat_rows, meets
-from elastic_agent.advisor.measures import PolicyResult
 from elastic_agent.advisor.search import search_flat
+from elastic_agent.traces.measures import PolicyResult
 
 
 def _result(label: str, mean: float, p95: float, idle: float, boot: float = 5.0) -> PolicyResult:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from elastic_agent.gocd.status_pages import render_cluster_status
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import PodFault
+from elastic_agent.status.pages import render_cluster_status
 from tests import browser
 from tests.stack_helpers import pod_names, reuse_profile, schedule
 from tests.virtual_helpers import assigned, completed

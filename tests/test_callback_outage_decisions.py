@@ -17,8 +17,6 @@ import random
 
 import pytest
 
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.simulation.gocd_callbacks import ServerAnswer, ServerApi
 from elastic_agent.simulation.virtual_time import (
     PluginWorld,
@@ -28,6 +26,8 @@ from elastic_agent.simulation.virtual_time import (
     SimulatedPlugin,
     Simulation,
 )
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import TraceJob
 
 GAP_S = 30.0
 OUTAGE = (3 * GAP_S + 1, 3 * GAP_S + 121)  # seconds after the start: two minutes, after the third burst

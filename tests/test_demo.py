@@ -1,7 +1,7 @@
 """The demo's workloads and its virtual-time comparison (the live part runs in ./scripts/demo.sh)."""
 
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.simulation.demo import demo_day, demo_trace, virtual_comparison
+from elastic_agent.traces.workload import TraceJob
 
 
 def test_the_demo_trace_is_the_same_for_a_seed() -> None:

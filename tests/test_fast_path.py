@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from elastic_agent.advisor.workload import TraceJob, WorkloadSpec, generate
 from elastic_agent.simulation.fast_plugin import FastProjectPlugin
 from elastic_agent.simulation.virtual_time import START, Policy, ProjectPlugin, SimSettings, Simulation
+from elastic_agent.traces.workload import TraceJob, WorkloadSpec, generate
 from tests.replay_outcome import Assignments, Pods, Waits, observed, side_by_side
 
 JOBS = int(os.environ.get("FAST_PATH_JOBS", "2000"))

@@ -13,11 +13,11 @@ from datetime import timedelta
 import pytest
 import requests
 
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.workload import DEFAULT_ORIGIN, TraceJob
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.gocd_rest import Faults, ServedGoCD, serve, world_from_trace
 from elastic_agent.simulation.gocd_rest.jsonwriters import gson, pretty
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.workload import DEFAULT_ORIGIN, TraceJob
 
 ORIGIN_MS = round(DEFAULT_ORIGIN.timestamp() * 1000)
 HEADERS_V1 = {"Accept": "application/vnd.go.cd.v1+json"}

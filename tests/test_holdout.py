@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from elastic_agent.advisor.holdout import split_trace
-from elastic_agent.advisor.workload import TraceJob, write_trace
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.traces.workload import TraceJob, write_trace
 
 H = 3600.0
 DAY = 24 * H

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.workload import DAY_S, TraceJob, load_trace
 from elastic_agent.cli import main
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.workload import DAY_S, TraceJob, load_trace
 
 # Two working days: enough runs of every kind, generated in a few hundredths of a second.
 SPEC = PipelineSpec(days=2.0)

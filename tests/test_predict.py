@@ -16,18 +16,18 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.clock import ManualClock
 from elastic_agent.forecast.shape import MAX_DOWNSTREAM, MIN_CAME_TRUE, SPREAD_K, Shape
 from elastic_agent.forecast.store import KEY, config_map_name, from_data, to_data
 from elastic_agent.gocd.messages import JobIdentifier
-from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.service.metrics import Metrics
 from elastic_agent.simulation.fake_kube_objects import StoreError
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.status.pages import render_plugin_status
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import TraceJob
 from profiles import ElasticProfile, validate_elastic_profile
 from profiles.cluster import ClusterProfile
 from profiles.metadata import elastic_profile_metadata

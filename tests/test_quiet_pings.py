@@ -10,13 +10,13 @@ import math
 
 import pytest
 
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.workload import TraceJob, WeekShape, WorkloadSpec, generate
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import labels, quiet
 from elastic_agent.pool.fingerprints import WAITING_TTL_S
 from elastic_agent.pool.job_spec import JobSpec
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.workload import TraceJob, WeekShape, WorkloadSpec, generate
 from tests.replay_outcome import Assignments, Pods, Waits, observed, side_by_side
 from tests.test_pool_records import NAMESPACE, pod_manifest, pool_on_a_cluster
 

@@ -10,8 +10,8 @@ import pytest
 
 from benchmarks import real_pods
 from benchmarks.real_pods_live import boot_samples, replay
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.simulation.stack import Stack
+from elastic_agent.traces.workload import TraceJob
 from tests.node_stack import FAKE_IMAGE, agent_profile, fake_stack
 
 TINY = [TraceJob(0.0, "standin", None, "pipeline-a", 0.5), TraceJob(0.0, "standin", None, "pipeline-b", 0.5)]

@@ -17,8 +17,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from elastic_agent.advisor.advise import advise_profile, render
-from elastic_agent.advisor.schedule_advice import analyse, propose
-from elastic_agent.advisor.workload import (
+from elastic_agent.simulation.virtual_time import SimSettings
+from elastic_agent.traces.schedule_advice import analyse, propose
+from elastic_agent.traces.workload import (
     DEFAULT_ORIGIN,
     TraceError,
     TraceJob,
@@ -29,7 +30,6 @@ from elastic_agent.advisor.workload import (
     read_trace,
     write_trace,
 )
-from elastic_agent.simulation.virtual_time import SimSettings
 from profiles.elastic import check_elastic_properties
 from profiles.schedule import parse_schedule
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from elastic_agent.gocd.status_pages import render_cluster_status
+from elastic_agent.status.pages import render_cluster_status
 from profiles.cluster import ClusterProfile
 from profiles.quantities import parse_duration
 from profiles.schedule import Knobs, parse_schedule

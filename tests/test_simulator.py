@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from elastic_agent.advisor.measures import PolicyResult, percentile
-from elastic_agent.advisor.workload import (
+from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, Simulation, simulate_all
+from elastic_agent.traces.measures import PolicyResult, percentile
+from elastic_agent.traces.workload import (
     TraceError,
     TraceJob,
     WorkloadSpec,
@@ -17,7 +18,6 @@ from elastic_agent.advisor.workload import (
     parse_trace,
     write_trace,
 )
-from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, Simulation, simulate_all
 
 REUSE_2M = Policy("reuse 2m", {"Reuse": "true", "IdleTimeout": "2m"})
 ONE_PER_JOB = Policy("one pod per job", {"Reuse": "false"})

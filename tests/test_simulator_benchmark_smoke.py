@@ -9,8 +9,8 @@ import pytest
 
 from benchmarks import compare, pool_latency
 from benchmarks.legacy_reuse import legacy_policy
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.traces.workload import TraceJob
 
 
 def test_comparison_smoke_run_writes_table_json_and_plots(tmp_path: Path) -> None:

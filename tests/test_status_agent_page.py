@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from elastic_agent.gocd.status_pod import ENV_RULE, HIDDEN_VALUE
 from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_model import ENV_KEY
+from elastic_agent.status.pod import ENV_RULE, HIDDEN_VALUE
 from tests.status_scene import (
     NAMESPACE,
     SIDECAR_LINE,

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from elastic_agent.clock import SystemClock
-from elastic_agent.gocd.status_nodes import NODES_RBAC
 from elastic_agent.kube.nodes import node_view, quantity_value, readable_bytes, readable_cpu
 from elastic_agent.simulation.stack import Stack, StackOptions
+from elastic_agent.status.nodes import NODES_RBAC
 from tests.conftest import wait_until
 from tests.reuse_helpers import assigned
 from tests.stack_helpers import schedule

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.gocd import status_pages
-from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.redaction import redact
+from elastic_agent.status import pages as status_pages
+from elastic_agent.status.pages import render_plugin_status
 from tests import browser
 from tests.status_scene import (
     CLUSTER_TOKEN,

@@ -1,5 +1,5 @@
-"""What the agent status report reads from a pod object (gocd/status_pod.py) and why it says a pod is
-kept or goes (gocd/status_keep.py), on pods shaped as the API serves them, in every case a page meets:
+"""What the agent status report reads from a pod object (status/pod.py) and why it says a pod is
+kept or goes (status/keep.py), on pods shaped as the API serves them, in every case a page meets:
 init containers and native sidecars, waiting and ended containers, every kind of environment source,
 and secrets wherever a template may have put them."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from elastic_agent.gocd.status_keep import keeping
-from elastic_agent.gocd.status_pod import HIDDEN_VALUE, pod_details, pod_yaml
 from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.redaction import request_values
+from elastic_agent.status.keep import keeping
+from elastic_agent.status.pod import HIDDEN_VALUE, pod_details, pod_yaml
 from profiles.cluster import ClusterProfile
 
 SECRET_TOKEN = "clusterTok.9Hd3Lq7Wm2Zp5Ys8"

@@ -34,9 +34,9 @@ import pytest
 import responses
 from responses import matchers
 
-from elastic_agent.advisor.workload import TraceJob, load_trace
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
+from elastic_agent.traces.workload import TraceJob, load_trace
 
 DATA = Path(__file__).parent / "data" / "gocd_history"
 SERVER = "https://gocd.example.com/go"

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
 from elastic_agent.simulation.gocd_rest import Faults, ServedGoCD, World, serve, world_from_trace
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 
 ORIGIN = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 

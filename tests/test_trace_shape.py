@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from elastic_agent.advisor.workload import TraceError, TraceJob, load_trace, parse_trace, write_trace
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.traces.workload import TraceError, TraceJob, load_trace, parse_trace, write_trace
 
 SHAPED = [
     TraceJob(0.0, "java", "build", "api", 30.0, 7, "compile", 1, "jar"),

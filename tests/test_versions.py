@@ -20,7 +20,6 @@ import yaml
 
 from elastic_agent import __version__
 from elastic_agent.clock import ManualClock
-from elastic_agent.gocd.status_pages import render_plugin_status
 from elastic_agent.gocd.versions import (
     BACKEND_VERSION_HEADER,
     BRIDGE_VERSION_HEADER,
@@ -37,6 +36,7 @@ from elastic_agent.simulation.gocd_transport import (
     server_ping_body,
 )
 from elastic_agent.simulation.stack import TOKEN, Stack
+from elastic_agent.status.pages import render_plugin_status
 from tests import browser
 from tests import test_fuzz_body_limit as body_limit
 

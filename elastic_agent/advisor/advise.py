@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from elastic_agent.advisor.holdout import split_trace
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.progress import Progress, progress_bar
 from elastic_agent.advisor.runner import Runner
-from elastic_agent.advisor.schedule_advice import Demand, ScheduleProposal, analyse, propose
 from elastic_agent.advisor.search import SearchOutcome, search_flat
-from elastic_agent.advisor.workload import TraceJob, describe, read_trace
+from elastic_agent.progress import Progress, progress_bar
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate, simulate_by_profile
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.traces.workload import TraceJob, describe, read_trace
 from profiles.quantities import parse_duration
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from elastic_agent.advisor.workload import TraceError
+from elastic_agent.traces.workload import TraceError
 from profiles.quantities import parse_duration
 
 HELP = (

@@ -1,7 +1,7 @@
 """`python -m elastic_agent generate OUT.jsonl`: write a generated trace, to try the advisor or the
 simulator on a workload like one's own before having a history to read (`trace` reads a real one).
 
-Two kinds: `--pipelines` (the default) writes a pipeline-shaped trace (advisor/pipelines.py: stages that
+Two kinds: `--pipelines` (the default) writes a pipeline-shaped trace (traces/pipelines.py: stages that
 follow stages, fan-outs, downstream and timer triggers, failures), `--standard` the standard trace of
 independent arrivals and bursts (workload.py). Kept with the advisor, as `advise` keeps its options; it
 runs no simulation, so it imports nothing of the simulator. Exit status 0, or 2 with a sentence for a bad
@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.workload import (
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.workload import (
     DEFAULT_ORIGIN,
     WeekShape,
     WorkloadSpec,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from elastic_agent.advisor.workload import TraceJob
+from elastic_agent.traces.workload import TraceJob
 
 DAY_S = 86_400.0
 LEARN_SHARE = 4 / 7

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.traces.measures import PolicyResult
 
 
 class Runner:

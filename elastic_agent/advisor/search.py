@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elastic_agent.advisor.measures import PolicyResult
+from elastic_agent.traces.measures import PolicyResult
 
 Meets = Callable[[PolicyResult], bool]
 RunBatch = Callable[[Sequence[str]], Mapping[str, PolicyResult]]

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 from elastic_agent.clock import Clock
 from elastic_agent.forecast.plan import AheadPlan, start_ahead
+from elastic_agent.forecast.rows import LearnedEdge, PredictionRow
 from elastic_agent.forecast.shape import Edge, Prediction, RunKey, Shape, Stage
 from elastic_agent.forecast.store import config_map_name, from_data, merge, to_data
 from elastic_agent.gocd.messages import JobIdentifier
-from elastic_agent.gocd.status_predictions import LearnedEdge, PredictionRow
 from elastic_agent.kube.port import ClusterError
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.job_spec import JobSpec

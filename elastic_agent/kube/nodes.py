@@ -10,7 +10,7 @@ out: `NodeSystemInfo.KubeProxyVersion` is deprecated, and kubelets leave it blan
 (pkg/kubelet/nodestatus/setters.go, feature gate DisableNodeKubeProxyVersion, on by default).
 
 Listing nodes needs cluster-scoped RBAC that the namespaced Role does not grant; the port raises
-`Forbidden` then, and the report says in one line what to apply (gocd/status_nodes.py).
+`Forbidden` then, and the report says in one line what to apply (status/nodes.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the advisor, and the waits those jobs really had.
 It reads, through GoCD's REST API, who the token is, the environments, every pipeline's config, the
 history of each stage with a job on an elastic profile and one stage instance per stage run
 (`gocd/history.py` says which calls and why), and writes one line per job run since `--since`, sorted by
-`at`, in the trace format of `advisor/workload.py` (`service/trace_file.py`):
+`at`, in the trace format of `traces/workload.py` (`service/trace_file.py`):
 `{"at": "2026-11-24T09:00:00.000Z", "profile": "java", "environment": "prod", "pipeline": "api",
 "duration": 280.0, "pipeline_counter": 59, "stage": "build", "stage_counter": 1, "job": "compile",
 "result": "Passed", "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
@@ -28,12 +28,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from elastic_agent.advisor.measures import percentile
-from elastic_agent.advisor.progress import progress_bar
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.gocd.history import DEFAULT_CONCURRENCY, History, Window, read_history
 from elastic_agent.gocd.history_runs import REASONS
 from elastic_agent.gocd.rest_api import GoCDApiError, GoCDRestClient
+from elastic_agent.progress import progress_bar
 from elastic_agent.service.gocd_access import UsageError, add_server_arguments, read_token, server_url
 from elastic_agent.service.trace_file import (
     TraceFile,
@@ -43,6 +42,7 @@ from elastic_agent.service.trace_file import (
     run_row,
     write_trace_file,
 )
+from elastic_agent.traces.measures import percentile
 from profiles.quantities import parse_duration
 
 DEFAULT_SINCE = "7d"

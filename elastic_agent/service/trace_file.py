@@ -1,4 +1,4 @@
-"""The file `trace` writes and extends: rows in the trace format of `advisor/workload.py`, and a first
+"""The file `trace` writes and extends: rows in the trace format of `traces/workload.py`, and a first
 comment line saying where they came from and where the next read starts:
 
     # gocd-trace: {"server": "https://gocd.example.com/go", "resume_from": "2026-11-24T11:58:00.000Z"}

@@ -1,6 +1,6 @@
 """The demo: a short workload run twice live (the backend over HTTP, a simulated GoCD server and a fake
 Kubernetes cluster, in scaled time, with a progress bar), then a pipeline-shaped working day
-(advisor/pipelines.py: stages following stages, test fan-outs, downstream deploys, a nightly and an hourly
+(traces/pipelines.py: stages following stages, test fan-outs, downstream deploys, a nightly and an hourly
 timer) replayed in virtual time through the same executors and pool: one pod per job, flat idle timeouts,
 prediction, and prediction with a schedule, so that what each setting buys shows in one table.
 
@@ -21,15 +21,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.advisor.schedule_advice import analyse, propose
-from elastic_agent.advisor.workload import DEFAULT_ORIGIN, TraceJob, describe
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.stack import Stack, StackOptions
 from elastic_agent.simulation.virtual_time import Policy as SimPolicy
 from elastic_agent.simulation.virtual_time import SimSettings, simulate_all
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from elastic_agent.traces.schedule_advice import analyse, propose
+from elastic_agent.traces.workload import DEFAULT_ORIGIN, TraceJob, describe
 
 PROFILES = ("small", "large")
 

@@ -5,8 +5,8 @@ simulated GoCD server knows registrations, assignments and waits. `summarize` jo
 advisor's `PolicyResult`, for the whole run or for one `Part` of it (one profile's jobs and pods, so that
 a run of every profile at once gives each profile's figures: pods are told apart by their image, which
 the simulated profiles make one per profile). This half of the measuring reads the simulator's objects,
-so it lives with them; the result and its statistics are the advisor's (`advisor/measures.py`), which
-the simulator imports and never the other way round.
+so it lives with them; the result and its statistics are in `traces/measures.py`, which the simulator
+and the advisor import and which imports neither.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from elastic_agent.advisor.measures import PolicyResult, percentile
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import SimulatedGoCD
+from elastic_agent.traces.measures import PolicyResult, percentile
 
 
 class PodTracker:

@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from elastic_agent.advisor.measures import PolicyResult
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.backend import ClusterFactory
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
@@ -42,6 +40,8 @@ from elastic_agent.simulation.inprocess_cluster import (
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.workload import TraceJob
 from profiles.quantities import parse_duration
 from profiles.schedule import parse_schedule
 

@@ -21,7 +21,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
-from elastic_agent.advisor.workload import TraceJob
 from elastic_agent.simulation.gocd_rest import extras as extra_cases
 from elastic_agent.simulation.gocd_rest.timeline import agent_uuid, agent_wait_ms, cut, transitions
 from elastic_agent.simulation.gocd_rest.world import (
@@ -35,6 +34,7 @@ from elastic_agent.simulation.gocd_rest.world import (
     User,
     World,
 )
+from elastic_agent.traces.workload import TraceJob
 
 USERS = (("admin", True), ("ops", False), ("dev", False))
 GROUP_ADMINS = ("ops",)

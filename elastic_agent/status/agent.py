@@ -4,8 +4,8 @@ name) or from a job's page (by the job's id, no agent id): the same view either 
 It shows what the official plugin's report shows (gocd/kubernetes-elastic-agents,
 `AgentStatusReportExecutor`, `model/reports/agent/KubernetesElasticAgent.java`,
 `agent-status-report.template.ftlh`): the pod's details, every container, the pod's events, every
-container's log and the pod's YAML (status_pod.py, which hides what may be secret); then what only
-this plugin knows: the jobs the pod ran, why it is kept or goes (status_keep.py), and its reuse
+container's log and the pod's YAML (pod.py, which hides what may be secret); then what only
+this plugin knows: the jobs the pod ran, why it is kept or goes (keep.py), and its reuse
 fingerprint. Each read from the API stands alone (the RBAC may grant one and not another, a container
 may have no log yet): what fails is said in a line, and the rest is shown. The pod itself is read
 afresh (`ClusterPort.read_pod`); should that fail, the page falls back on the watched cache, as it does
@@ -19,9 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_agent.clock import Clock
-from elastic_agent.gocd.status_keep import keeping
-from elastic_agent.gocd.status_pages import age, cluster_url, row_of, templates, timestamp
-from elastic_agent.gocd.status_pod import ENV_RULE, pod_details, pod_yaml
 from elastic_agent.kube.port import ClusterError
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
@@ -29,6 +26,9 @@ from elastic_agent.pool.decisions import ordinal
 from elastic_agent.pool.job_history import recent_jobs
 from elastic_agent.pool.records import PodRecord, job_id_of
 from elastic_agent.redaction import hide, request_values
+from elastic_agent.status.keep import keeping
+from elastic_agent.status.pages import age, cluster_url, row_of, templates, timestamp
+from elastic_agent.status.pod import ENV_RULE, pod_details, pod_yaml
 from profiles.fields import CLUSTER_FIELDS
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration

@@ -2,8 +2,8 @@
 history (`python -m elastic_agent trace` writes it), and a generator of realistic traces (a daily cycle
 or a working week, bursts, a mix of profiles and environments).
 
-The trace is what the user hands the advisor, and the simulator's input: it is the advisor's, and the
-simulator imports it from here. So it imports nothing of `elastic_agent.simulation`, which keeps the
+The trace is what the user hands the advisor, and the simulator's input: both import it from here, and
+it imports nothing of either, which keeps the
 two packages from importing each other in a circle.
 
 Trace format, either

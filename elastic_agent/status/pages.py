@@ -1,6 +1,6 @@
 """HTML status reports shown inside GoCD: the plugin's and a cluster's pages, and what every page shows
 of a pod (its row). Rendered with Jinja2 (autoescaped); no page shows a registration key or a profile
-secret. The agent page is status_agent.py's, the cluster page's nodes status_nodes.py's.
+secret. The agent page is agent.py's, the cluster page's nodes nodes.py's.
 
 GoCD places each view inside its own page, so every template renders one `<div>` with its styles scoped
 to it. Rows carry `data-pod` and `data-state` attributes so tests (and curious admins) can find them.
@@ -17,21 +17,21 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from elastic_agent import __version__
 from elastic_agent.clock import Clock
-from elastic_agent.gocd.status_holds import HeldRow, held_rows
-from elastic_agent.gocd.status_nodes import node_section
-from elastic_agent.gocd.status_predictions import PredictionRow
+from elastic_agent.forecast.rows import PredictionRow
 from elastic_agent.gocd.versions import Versions
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.redaction import redact
+from elastic_agent.status.holds import HeldRow, held_rows
+from elastic_agent.status.nodes import node_section
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration
 from profiles.values import safe_url
 
 templates = Environment(
-    loader=PackageLoader("elastic_agent.gocd", "templates"),
+    loader=PackageLoader("elastic_agent.status", "templates"),
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
     lstrip_blocks=True,
@@ -304,7 +304,7 @@ def render_plugin_status(
 
 
 def render_cluster_status(pool: ClusterPool | None, clock: Clock) -> str:
-    """The pods from memory, the nodes from the API (status_nodes.py: one line when they cannot be)."""
+    """The pods from memory, the nodes from the API (nodes.py: one line when they cannot be)."""
     cluster = cluster_summary(pool, clock) if pool else None
     nodes = node_section(pool.port, (row.node for row in cluster.rows)) if pool and cluster else None
     return templates.get_template("cluster_status.html").render(

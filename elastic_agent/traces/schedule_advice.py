@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from elastic_agent.advisor.workload import TraceJob
+from elastic_agent.traces.workload import TraceJob
 from profiles.quantities import format_duration, parse_duration
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -50,7 +50,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from elastic_agent.advisor.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, WeekShape
+from elastic_agent.traces.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, WeekShape
 
 _HOUR_S = 3600.0
 
