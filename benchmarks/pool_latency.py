@@ -67,7 +67,7 @@ class StaticCluster:
     def pod_events(self, name: str) -> list[dict[str, Any]]:
         return []
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
         return ""
 
     def add_listener(self, listener: Any) -> None: ...

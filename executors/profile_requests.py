@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from elastic_agent.gocd.messages import MigrateConfigRequest, ValidateProfileRequest
 from elastic_agent.kube.connect import NO_CLUSTER, can_connect_without_url
 from executors.base import RequestContext, Response
 from profiles import metadata, validation, views
+
+log = logging.getLogger(__name__)
 
 
 def cluster_profile_metadata(body: str, ctx: RequestContext) -> Response:
@@ -46,8 +50,17 @@ def validate_elastic_profile(body: str, ctx: RequestContext) -> Response:
 
 def migrate_config(body: str, ctx: RequestContext) -> Response:
     """Echo the configuration; the one real migration is the legacy `SpecifiedUsingPodConfiguration`
-    flag, which becomes `PodSpecType` (what the official plugin's users bring with them)."""
+    flag, which becomes `PodSpecType` (what the official plugin's users bring with them).
+
+    GoCD sends it whenever it loads the plugin, that is when the server starts (gocd/gocd's
+    `ElasticAgentInformationMigratorImpl`, a plugin post-load hook): the server has forgotten every
+    registration key it issued before (`EphemeralAutoRegisterKeyService` keeps them in memory), so the
+    banked ones go."""
     request = MigrateConfigRequest.parse(body)
+    dropped = ctx.backend.keys.server_started()
+    if dropped:
+        log.info("GoCD loaded the plugin, so it has just started: %d banked registration keys it has "
+                 "forgotten were dropped", dropped)  # fmt: skip
     for profile in request.elastic_agent_profiles:
         properties = profile.get("properties")
         if isinstance(properties, dict) and not properties.get("PodSpecType"):

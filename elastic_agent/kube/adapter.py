@@ -259,9 +259,10 @@ class KubeCluster:
         ]
         return sorted(events, key=lambda e: e["last_seen"])
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
+        which = {"container": container} if container else {}
         resp = self._call("log", lambda: self._core.read_namespaced_pod_log(
-            name, self.namespace, tail_lines=tail_lines,
+            name, self.namespace, tail_lines=tail_lines, **which,
             _preload_content=False, _request_timeout=self.request_timeout))  # fmt: skip
         return bytes(resp.data).decode("utf-8", errors="replace")
 

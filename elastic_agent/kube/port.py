@@ -128,7 +128,8 @@ class ClusterPort(Protocol):
     def pod_events(self, name: str) -> list[dict[str, Any]]:
         """Events of one pod (for status reports): dicts with type, reason, message, count, last_seen."""
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str: ...
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
+        """The last lines of a container's log (None: the pod's only container)."""
 
     def read_config_map(self, name: str) -> dict[str, str] | None:
         """The data of a ConfigMap of the namespace (what Predict learned); None when there is none."""

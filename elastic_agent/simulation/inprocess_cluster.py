@@ -356,7 +356,8 @@ class InProcessCluster:
             for e in items
         ]
 
-    def pod_log(self, name: str, tail_lines: int = 200) -> str:
+    def pod_log(self, name: str, tail_lines: int = 200, container: str | None = None) -> str:
+        """The simulated kubelet writes one log per pod, its first container's."""
         self._count("log")
         try:
             return self._store.get_log(self.namespace, name, tail_lines)
