@@ -18,9 +18,12 @@ from elastic_agent.pool.key_lifetime import figures
 from elastic_agent.pool.key_refusals import NOT_KNOWN, REFUSED, refusal_in
 from elastic_agent.redaction import HIDDEN
 from elastic_agent.service.app import create_app
+from elastic_agent.simulation.gocd_records import HealthMessage
 from elastic_agent.simulation.gocd_registration import EXPIRED_KEY, UNKNOWN_KEY, refusal_log_line
 from elastic_agent.simulation.harness import VirtualStack
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from tests.stack_helpers import pod_names, reuse_profile, schedule
+from tests.test_predict import FIXED, PREDICT, two_stages
 from tests.virtual_helpers import completed, virtual_stack
 
 PROPERTY = "gocd.ephemeral.auto.register.key.expiry.millis"
@@ -201,3 +204,22 @@ def test_the_plugin_reads_gocds_answer_with_the_echoed_key_hidden_and_nothing_el
     duplicate = refusal_log_line(0.0, "Duplicate Elastic agent Id used to register elastic agent.")
     assert refusal_in(duplicate) is None, "refused for another reason: not about the key's age"
     assert refusal_in("registered") is None
+
+
+def test_a_predicted_stage_without_keys_is_told_per_profile_while_it_lacks_them() -> None:
+    """tests/test_predict.py's pipeline whose test stage runs on another profile: every key goes into the
+    pod made for its own job, so prediction has none, and says so for that profile."""
+    simulation = Simulation(two_stages(test_jobs=2, test_profile="node"), Policy("p", PREDICT), FIXED)
+    seen: list[HealthMessage] = []
+    replace = simulation.model.replace_health_messages
+
+    def recorded(messages: list[HealthMessage]) -> None:
+        seen.extend(messages)
+        replace(messages)
+
+    simulation.model.replace_health_messages = recorded  # type: ignore[method-assign]
+    result = simulation.run()
+    assert result.predicted_without_key > 0 and result.registrations_refused == 0
+    told = {m.message for m in seen if m.type == "warning" and "for want of a registration key" in m.message}
+    assert told and all("Predict: 2" in m and "MinIdlePods" not in m for m in told), told
+    assert all(PROPERTY in m and SETTING in m for m in told)
