@@ -44,7 +44,9 @@ def keys_summary(pool: ClusterPool, clock: Clock) -> KeysSummary:
     refusal = ""
     if found.refusal is not None:
         age = format_duration(round(found.refusal.key_age_s))
-        lifetime = f"{format_duration(found.lifetime_s)}: GoCD refused a key {age} old ({lifetime} says more)"
+        configured = format_duration(found.configured_s)
+        lifetime = f"less than {age}, as GoCD's refusal of a key that old shows"
+        lifetime += f" (auto_register_key_expiry: {configured})"
         refusal = (
             f"GoCD refused the key of pod {found.refusal.pod} at {clock_time(found.refusal.at)}, {age} old "
             f"when the pod was created: the GoCD server's gocd.ephemeral.auto.register.key.expiry.millis is "
