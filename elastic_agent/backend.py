@@ -32,6 +32,7 @@ from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool import gone
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.job_spec import JobSpec, JobSpecs
+from elastic_agent.pool.key_lifetime import window_s as key_window_s
 from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity, cluster_label
 from elastic_agent.pool.remote_file import RemoteFileFetcher
@@ -157,6 +158,7 @@ class Backend:
             return None
         if pool.settings_object is not profile:  # nearly always the same object: profiles are cached
             pool.update_settings(profile)
+            self.size_key_bank()
         if reconnect:
             # Taken as the pool's credentials only once a port is made of them: credentials that cannot
             # be used are tried (and reported) again at the next request, not forgotten after one.
@@ -193,6 +195,7 @@ class Backend:
                 return existing
             self._pools[key] = pool
             self._credentials[key] = profile.credentials_digest
+        self.size_key_bank()
         pool.start()
         return pool
 
@@ -208,11 +211,18 @@ class Backend:
                 del self._pools[key]
                 self._credentials.pop(key, None)
                 self._replaced.pop(key, None)
+        self.size_key_bank()
         pool.stop(deadline=0.0)  # nothing is left to write
         log.info(
             "stopped watching namespace %s: its cluster profile is gone, and so are its pods",
             pool.settings.namespace,
         )
+
+    def size_key_bank(self) -> None:
+        """Banked keys are kept as long as some pool may put one into a pod (key_lifetime.window_s)."""
+        windows = [key_window_s(pool.state) for pool in self.pools()]
+        if windows:
+            self.keys.keep_for(max(windows))
 
     def known_pool(self, profile: ClusterProfile) -> ClusterPool | None:
         with self._lock:

@@ -14,6 +14,8 @@ from profiles.server_url import pods_server_url
 
 log = logging.getLogger(__name__)
 
+log = logging.getLogger(__name__)
+
 
 def cluster_profile_metadata(body: str, ctx: RequestContext) -> Response:
     return Response.json(metadata.cluster_profile_metadata())
@@ -74,8 +76,17 @@ def validate_elastic_profile(body: str, ctx: RequestContext) -> Response:
 
 def migrate_config(body: str, ctx: RequestContext) -> Response:
     """Echo the configuration; the one real migration is the legacy `SpecifiedUsingPodConfiguration`
-    flag, which becomes `PodSpecType` (what the official plugin's users bring with them)."""
+    flag, which becomes `PodSpecType` (what the official plugin's users bring with them).
+
+    GoCD sends it whenever it loads the plugin, that is when the server starts (gocd/gocd's
+    `ElasticAgentInformationMigratorImpl`, a plugin post-load hook): the server has forgotten every
+    registration key it issued before (`EphemeralAutoRegisterKeyService` keeps them in memory), so the
+    banked ones go."""
     request = MigrateConfigRequest.parse(body)
+    dropped = ctx.backend.keys.server_started()
+    if dropped:
+        log.info("GoCD loaded the plugin, so it has just started: %d banked registration keys it has "
+                 "forgotten were dropped", dropped)  # fmt: skip
     for profile in request.elastic_agent_profiles:
         properties = profile.get("properties")
         if isinstance(properties, dict) and not properties.get("PodSpecType"):

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from elastic_agent.gocd.messages import Agent, ServerPingRequest, cluster_profile
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.kube.port import ClusterError, Forbidden
+from elastic_agent.pool import key_health
 from elastic_agent.pool.agents_without_pods import agents_without_pods
 from elastic_agent.pool.applier import remove_agents
 from elastic_agent.pool.broken_pods import clock_time
@@ -67,12 +68,14 @@ def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Resp
             backend.report_cluster_ok(cluster)
             _report_call_problems(ctx, cluster, pool.problems())
             _report_broken_pods(ctx, cluster, pool)
+            key_health.report(backend.health, cluster, _where(cluster), pool.state)
         except ClusterError as error:
             every_cluster_seen = False
             backend.report_cluster_problem(cluster, _unreachable(cluster, error))
     _report_server_url(ctx, read)
     if every_profile_read:  # an unreadable profile may be the one an unpinged pool belongs to
         _wind_down_orphaned_pools(ctx, named, agents, marks)
+    backend.size_key_bank()  # a refusal may have shortened what a pool uses
     if every_cluster_seen and all(pool.synced for pool in backend.pools()):
         _remove_agents_without_pods(ctx, agents)
     backend.report_template_problems()

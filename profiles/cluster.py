@@ -42,6 +42,7 @@ class ClusterProfile:
     kubernetes_cluster_ca_cert: str | None = field(default=None, repr=False)  # PEM, whichever way given
     cluster_request_timeout: float = 10.0
     auto_register_timeout: float = 600.0
+    auto_register_key_expiry: float = 1800.0  # how long GoCD's registration keys live (its server's)
     pending_pods_count: int = 10
     idle_timeout: float = 600.0
     max_pods: int | None = None
@@ -65,6 +66,7 @@ class ClusterProfile:
             kubernetes_cluster_ca_cert=values["kubernetes_cluster_ca_cert"],
             cluster_request_timeout=values["cluster_request_timeout"],
             auto_register_timeout=values["auto_register_timeout"],
+            auto_register_key_expiry=values["auto_register_key_expiry"],
             pending_pods_count=values["pending_pods_count"],
             idle_timeout=values["idle_timeout"],
             max_pods=values["max_pods"] or None,

@@ -24,6 +24,7 @@ from profiles.values import (
     http_url,
     image,
     integer,
+    key_expiry,
     text_value,
     token,
 )
@@ -105,6 +106,16 @@ CLUSTER_FIELDS: tuple[Field, ...] = (
         "A bare number means minutes. Default: 10m.",
         duration(1.0),
         default=600.0,
+    ),
+    Field(
+        "auto_register_key_expiry",
+        "Registration key lifetime",
+        "How long the GoCD server's registration keys stay valid: its system property "
+        "gocd.ephemeral.auto.register.key.expiry.millis, written here as a duration (1800000 there is 30m "
+        "here). Set both alike. Keys left over by reuse start MinIdlePods and Predict pods until this, less "
+        "the agent registration timeout, has passed. A bare number means minutes. Default: 30m (GoCD's).",
+        key_expiry,
+        default=1800.0,
     ),
     Field(
         "pending_pods_count",

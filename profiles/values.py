@@ -71,6 +71,24 @@ def duration(minimum_s: float = 0.0, bare_unit_seconds: float = 60.0) -> Callabl
     return read
 
 
+# GoCD's property counts milliseconds, this setting minutes when a number is bare (as every duration of the
+# profiles does). A bare number this big is the property's value copied over: as minutes it is 41 days.
+_LIKELY_MILLISECONDS = 60_000
+_KEY_PROPERTY = "gocd.ephemeral.auto.register.key.expiry.millis"
+
+
+def key_expiry(text: str) -> float:
+    """The lifetime of GoCD's registration keys (at least a minute: no pod registers sooner)."""
+    raw = text.strip()
+    if re.fullmatch(r"\d{5,15}", raw) and int(raw) >= _LIKELY_MILLISECONDS:
+        server = format_duration(int(raw) / 1000)
+        raise ValueError(
+            f"{raw!r} would be {raw} minutes: the GoCD server's {_KEY_PROPERTY} counts milliseconds, "
+            f"so {raw} there is {server} here; write the duration with its unit, e.g. {server}"
+        )
+    return duration(60.0)(text)
+
+
 def http_url(text: str) -> str:
     """Messages show the URL as `safe_url` does: a RemoteFile URL often carries an access token (a
     resolved {{SECRET:...}}) in its user info or query, and messages reach job consoles."""

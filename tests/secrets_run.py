@@ -215,6 +215,23 @@ def _ask_every_page(stack: Stack, clusters: list[dict[str, str]]) -> None:
             _send(stack, "agent-status-report", body)
 
 
+REFUSED_KEY = "refused-registration-key-4e1b9c"  # a key GoCD never issued: it refuses it, naming it
+
+
+def _refused_key(stack: Stack, cluster: dict[str, str], job: dict[str, Any]) -> None:
+    """A pod whose key GoCD refuses: GoCD's answer, which names the key, is in the pod's log, which the
+    agent page shows and the plugin reads at the next server-ping (then it deletes the pod and tells
+    GoCD's health). Last in the run: it bounds the keys the cluster's later pods may use."""
+    refused_job = {**job, "job_id": 990001, "job_name": "refused"}
+    _send(stack, "create-agent", create_agent_body(REFUSED_KEY, stack.elastic_profile(), cluster, None,
+                                                   refused_job))  # fmt: skip
+    wait_until(lambda: any(r.key == REFUSED_KEY for r in stack.gocd.refusals), 120, "GoCD refusing the key")
+    pod = next(r.pod_name for r in stack.gocd.refusals if r.key == REFUSED_KEY)
+    _send(stack, "agent-status-report", {"cluster_profile_properties": cluster, "elastic_agent_id": pod})
+    told = lambda: any("GoCD refused the registration" in m.message for m in stack.gocd.health_messages)  # noqa: E731
+    wait_until(told, 120, "the refusal in GoCD's health messages")
+
+
 def _collect(stack: Stack, sinks: Sinks) -> None:
     assert stack.service is not None
     for path in ("/metrics", "/healthz", "/readyz", "/livez"):
@@ -353,6 +370,7 @@ def _drive(stack: Stack, sinks: Sinks, template_port: int) -> Run:
         120,
         "a console line for every job that cannot start",
     )
+    _refused_key(stack, cluster, good[0].identifier())
     _ask_every_page(stack, [cluster, unreachable])
     _collect(stack, sinks)
     return Run(stack, sinks, [j.job_id for j in good], {what: j.job_id for what, j in failing.items()})

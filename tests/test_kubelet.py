@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from elastic_agent.clock import ManualClock, ScaledClock
+from elastic_agent.simulation.agents import Console
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore
 from elastic_agent.simulation.kubelet import PodFault, SimulatedKubelet
 from tests.kube_fixtures import NS, pod_manifest, wait_for
@@ -19,7 +20,7 @@ class RecordingHost:
         self.started: list[tuple[str, dict[str, str]]] = []
         self.stopped: list[str] = []
 
-    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+    def agent_started(self, pod_name: str, env: Mapping[str, str], console: Console | None = None) -> None:
         self.started.append((pod_name, dict(env)))
 
     def agent_stopped(self, pod_name: str) -> None:

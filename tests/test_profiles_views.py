@@ -32,6 +32,7 @@ CLUSTER_KEYS = {
     "kubernetes_cluster_ca_cert",
     "cluster_request_timeout",
     "auto_register_timeout",
+    "auto_register_key_expiry",
     "pending_pods_count",
     "idle_timeout",
     "max_pods",

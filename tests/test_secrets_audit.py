@@ -60,6 +60,7 @@ from tests.secret_values import (
     closed_port,
 )
 from tests.secrets_run import (
+    REFUSED_KEY,
     Run,
     audit_run,
     bad_requests,
@@ -117,6 +118,8 @@ def test_the_run_put_every_kind_of_secret_to_work_and_went_through_every_failure
     assert {200, 400, 401, 422, 500, 503} <= statuses, statuses
     assert any("exceeded quota" in line for _, line in sinks.console), "Kubernetes refused a pod"
     assert sinks.health, "GoCD was told about the unreachable cluster"
+    assert any("GoCD refused the registration of pod" in m for m in sinks.health), "a refused key was read"
+    assert any(key == REFUSED_KEY for key in sinks.keys), "and the key it refused is a secret searched for"
     assert sum(1 for name, _, _ in sinks.answers if name in PAGES) >= 10
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from elastic_agent.forecast.shape import Prediction, RunKey
 from elastic_agent.pool import labels
-from elastic_agent.pool.intents import Create, Intent, Plan, Reserve
+from elastic_agent.pool.intents import Create, Intent, KeysShort, Plan, Reserve
+from elastic_agent.pool.key_lifetime import PREDICT, usable_keys
 from elastic_agent.pool.state import PoolState
 
 
@@ -49,11 +50,12 @@ def start_ahead(state: PoolState, predictions: Sequence[Prediction], now: float,
     (the recipe comes with create-agent, as the warm pool's do)."""
     view = state.indexed()
     room = state.room(view)
-    keys = state.keys.usable(state.settings.auto_register_timeout)
+    keys = usable_keys(state)
     there: dict[str, int] = {}  # fingerprint -> pods not yet counted for a prediction
     intents: list[Intent] = []
     started: list[Started] = []
     without_key: dict[RunKey, int] = {}
+    short: dict[str, int] = {}  # the same per fingerprint, for the pool's health and pages
     for prediction in predictions:
         if prediction.ready_by - now > lead_s:
             continue
@@ -66,13 +68,16 @@ def start_ahead(state: PoolState, predictions: Sequence[Prediction], now: float,
             if fingerprint not in there:
                 waiting, ready = state.demand(fingerprint, view)
                 there[fingerprint] = ready - waiting
+            short.setdefault(fingerprint, 0)
             free = prediction.freeing.get(fingerprint, 0)
             counted = max(0, there[fingerprint]) + free
             wanted = max(0, jobs - counted)
             there[fingerprint] -= max(0, jobs - free)
             possible = min(wanted, room, keys)
             if wanted > possible and keys < min(wanted, room):
-                without_key[prediction.run] = without_key.get(prediction.run, 0) + min(wanted, room) - keys
+                lacked = min(wanted, room) - keys
+                without_key[prediction.run] = without_key.get(prediction.run, 0) + lacked
+                short[fingerprint] = short.get(fingerprint, 0) + lacked
             for _ in range(possible):
                 token = object()  # unique: concurrent plans never share a reservation
                 said = (
@@ -88,4 +93,4 @@ def start_ahead(state: PoolState, predictions: Sequence[Prediction], now: float,
                 started.append(Started(token, fingerprint, prediction))
             room, keys = room - possible, keys - possible
             there[fingerprint] += possible
-    return AheadPlan(Plan(tuple(intents)), tuple(started), without_key)
+    return AheadPlan(Plan((*intents, KeysShort(PREDICT, short))), tuple(started), without_key)

@@ -24,10 +24,13 @@ from elastic_agent.gocd.messages import Agent
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDError, GoCDServer
 from elastic_agent.kube.port import ClusterError, Unreachable
+from elastic_agent.pool import labels
 from elastic_agent.pool.intents import (
     Assign,
     Create,
     HoldBack,
+    KeyRefused,
+    KeysShort,
     Mark,
     Plan,
     Recovered,
@@ -38,6 +41,7 @@ from elastic_agent.pool.intents import (
     Supersede,
     Wait,
 )
+from elastic_agent.pool.key_lifetime import take_key
 from elastic_agent.pool.pods import build_pod
 from elastic_agent.pool.state import PoolState
 from elastic_agent.pool.writer import StateWriter
@@ -81,6 +85,12 @@ class Applier:
                 state.book.holds.failed(intent.fingerprint, intent.pod, intent.reason, now)
             elif isinstance(intent, Recovered):
                 state.book.holds.succeeded(intent.fingerprint)
+            elif isinstance(intent, KeyRefused):
+                state.key_lifetime.refused(intent.refusal)
+                if intent.refusal is not None and intent.issued_at is not None:
+                    state.keys.drop_issued_until(intent.issued_at)  # GoCD no longer knows them either
+            elif isinstance(intent, KeysShort):
+                state.shortages.note(intent.source, intent.pods, now)
 
     def carry_out(self, plan: Plan, gocd: GoCDServer | None) -> Done:
         """The calls, in plan order. A `for_request` creation that fails raises (after its reservation is
@@ -114,10 +124,15 @@ class Applier:
     def _create(self, intent: Create) -> str | None:
         state = self.state
         try:
-            settings = state.settings
-            key = intent.key if intent.key is not None else state.keys.take(settings.auto_register_timeout)
+            settings, now = state.settings, state.clock.now()
+            key, since = intent.key, intent.key_since
             if key is None:
-                return None  # the banked keys ran out meanwhile
+                banked = take_key(state)
+                if banked is None:
+                    return None  # the banked keys ran out meanwhile
+                key, since = banked.key, banked.since
+            # When the key was issued (not the key): a refusal of it tells how long GoCD's keys live.
+            issued = {labels.ANN_KEY_ISSUED_AT: f"{now if since is None else since:.3f}"}
             manifest = build_pod(
                 intent.spec.template,
                 identity=state.identity,
@@ -126,8 +141,8 @@ class Applier:
                 spec=intent.spec,
                 auto_register_key=key,
                 go_server_url=intent.spec.go_server_url,
-                now=state.clock.now(),
-                extra_annotations=intent.annotations,
+                now=now,
+                extra_annotations={**intent.annotations, **issued},
             )
             state.note_pod_name(intent.token, manifest["metadata"]["name"])
             return state.port.create_pod(manifest).name

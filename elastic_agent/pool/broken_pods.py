@@ -78,7 +78,7 @@ def _jobs_waiting_for(state: PoolState, record: PodRecord, pod: PodView) -> Iter
     """The jobs the pod's failure keeps waiting: those waiting for its fingerprint (reuse) and the one
     it was created for, each once."""
     seen: set[int] = set()
-    created_for = _job(pod.annotations.get(labels.ANN_CREATED_FOR))
+    created_for = job_from(pod.annotations.get(labels.ANN_CREATED_FOR))
     waiting = [entry.job for entry in state.book.waiting(record.fingerprint or "")]
     for job in ([created_for] if created_for is not None else []) + waiting:
         if job.job_id not in seen:
@@ -88,7 +88,7 @@ def _jobs_waiting_for(state: PoolState, record: PodRecord, pod: PodView) -> Iter
 
 def _oom(pod: PodView, record: PodRecord) -> list[Intent]:
     killed = oom_killed(pod, record)
-    job = _job(pod.annotations.get(labels.ANN_CURRENT_JOB))
+    job = job_from(pod.annotations.get(labels.ANN_CURRENT_JOB))
     if killed is None or job is None or job.job_id != record.current_job_id:
         return []
     code = f", exit code {killed.exit_code}" if killed.exit_code is not None else ""
@@ -100,7 +100,8 @@ def _oom(pod: PodView, record: PodRecord) -> list[Intent]:
     return [Say(text, job), Mark(record.name, {labels.ANN_OOM_TOLD: killed.told})]
 
 
-def _job(annotation: str | None) -> JobIdentifier | None:
+def job_from(annotation: str | None) -> JobIdentifier | None:
+    """The job a pod's job annotation names (JSON), or None."""
     if not annotation:
         return None
     try:

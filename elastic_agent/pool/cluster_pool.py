@@ -27,7 +27,7 @@ from elastic_agent.gocd.messages import Agent, JobIdentifier
 from elastic_agent.gocd.narrator import Narrator
 from elastic_agent.gocd.server import GoCDServer
 from elastic_agent.kube.port import ClusterError, ClusterPort
-from elastic_agent.pool import broken_pods, decisions, marks, quiet, reaping, warm
+from elastic_agent.pool import broken_pods, decisions, key_refusals, marks, quiet, reaping, warm
 from elastic_agent.pool.applier import Applier, Done
 from elastic_agent.pool.holds import Hold
 from elastic_agent.pool.intents import Create, Plan
@@ -293,9 +293,11 @@ class ClusterPool:
         for (a change made since is newer than the list)."""
         if not self.synced:
             return Done()
-        # Broken pods first: told, held and marked retiring, they go with this ping's retirements.
-        done = self._reap(agents, gocd, listed_at, self._broken_pods,
-                          lambda now: reaping.retirements(self.state, agents, now))  # fmt: skip
+        refused = key_refusals.read(self.state, agents)  # the logs of pods not registered: no lock held
+        # Refused and broken pods first: told and marked retiring, they go with this ping's retirements.
+        steps = (lambda now: key_refusals.ping_plan(self.state, refused, now), self._broken_pods,
+                 lambda now: reaping.retirements(self.state, agents, now))  # fmt: skip
+        done = self._reap(agents, gocd, listed_at, *steps)
         done.created += self.serve_waiting_jobs()
         done.created += self.top_up_warm_pool()
         self.requeue_unwritten()

@@ -94,7 +94,7 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
         said = f"created pod {{pod}} in namespace {settings.namespace} for this job"
     intents += [
         Reserve(job.job_id, spec.fingerprint),
-        Create(job.job_id, job, spec, key, said, for_request=True),
+        Create(job.job_id, job, spec, key, said, for_request=True, key_since=now),
     ]
     return Plan(tuple(intents))
 

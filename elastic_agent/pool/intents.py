@@ -20,6 +20,9 @@ In memory, under the lock:
 - `HoldBack`: a pod of the fingerprint is broken: one more in its row; its pods are created one at a
   time, and from the second in a row not before the hold's next try (holds.py).
 - `Recovered`: a pod of a held fingerprint registered: the row ends.
+- `KeyRefused`: GoCD refused a pod's registration key (key_refusals.py): older keys are dropped from the
+  bank, and the refusal bounds the keys used from now on (key_lifetime.py).
+- `KeysShort`: what a decision (the warm pool's, Predict's) wanted and could not start for want of a key.
 
 Carried out after the lock, in plan order:
 - `Create`: create a pod (its reservation was taken with the decision).
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool.job_spec import JobSpec
+from elastic_agent.pool.key_lifetime import Refusal
 
 Changes = Mapping[str, str | None]  # annotation or label -> value, None removes it
 
@@ -88,6 +92,22 @@ class Recovered:
 
 
 @dataclass(frozen=True)
+class KeyRefused:
+    """`refusal` None: the refusal says nothing of the keys' lifetime (key_lifetime.KeyLifetime.refused);
+    `issued_at`: when create-agent brought the refused key, if known."""
+
+    pod: str
+    refusal: Refusal | None
+    issued_at: float | None
+
+
+@dataclass(frozen=True)
+class KeysShort:
+    source: str  # key_lifetime.WARM_POOL or PREDICT
+    pods: Mapping[str, int]  # fingerprint considered -> pods wanted, not started for want of a key (or 0)
+
+
+@dataclass(frozen=True)
 class Create:
     """`key` None: take the newest banked key when creating (the warm pool)."""
 
@@ -102,6 +122,7 @@ class Create:
     for_request: bool = False
     # Annotations of the new pod beyond the pool's own (a pod started ahead says for which stage).
     annotations: Mapping[str, str] = field(default_factory=dict)
+    key_since: float | None = None  # when create-agent brought `key` (None: now)
 
 
 @dataclass(frozen=True)
@@ -117,7 +138,10 @@ class Say:
     job: JobIdentifier | None = None
 
 
-Intent = Mark | Reserve | Wait | Assign | Release | Supersede | HoldBack | Recovered | Create | Retire | Say
+Intent = (
+    Mark | Reserve | Wait | Assign | Release | Supersede | HoldBack | Recovered | KeyRefused | KeysShort
+    | Create | Retire | Say
+)
 
 
 @dataclass(frozen=True)

@@ -1,64 +1,121 @@
 """The warm pool's bank: registration keys that create-agent brought for jobs that another pod served.
 
-A key is single-use and expires 30 minutes after GoCD issued it (a server may be configured shorter),
-so the newest key is used first and keys older than `max_age_s` are dropped. The agent presents its key
-only when it registers, which the pool lets come up to `auto_register_timeout` after it creates the pod,
-so a pod gets a key only if the key outlives that wait: otherwise a slow boot (an image pulled for
-minutes) ends in a registration that GoCD refuses for good. A key comes here only from a waiting job's
-entry (pool/fingerprints.py), which lets go of it as it comes, so that no key is in the bank and in a
-job's entry at once (docs/architecture.md, "Where registration keys live"). Keys live in memory only and
-are never logged or shown.
+A key is single-use and expires when the GoCD server's `gocd.ephemeral.auto.register.key.expiry.millis`
+has passed since it issued it (gocd/gocd's `EphemeralAutoRegisterKeyService`, a cache built with
+`expireAfterWrite` of that many milliseconds; 30 minutes unless set). The cluster profile says what that
+lifetime is (`auto_register_key_expiry`). The agent presents its key only when it registers, which the
+pool lets come up to `auto_register_timeout` after it creates the pod, so a pod gets a key only while the
+key has that much of its lifetime left: otherwise a slow boot (an image pulled for minutes) ends in a
+registration that GoCD refuses for good. Each pool asks with its own limit (`take`, `usable`:
+pool/key_lifetime.py says how old a key it may use); the bank keeps keys as long as some pool may use
+them (`keep_for`) and uses the newest first.
+
+Its size follows how long keys are kept: `KEYS_PER_HOUR` for each hour, so that with a long lifetime
+the keys of a quiet evening are still there in the morning, up to a day's worth (`MAX_KEPT_S`), and at
+least `MIN_CAPACITY`. Its memory is bounded by that and by `MAX_KEY_CHARS` (GoCD's keys are UUIDs, 36
+characters; a longer one, or one not in ASCII, is not banked), and shown in /metrics (`memory_bytes`,
+`memory_limit_bytes`).
+
+GoCD keeps its keys in memory only: a restart of the server forgets every key it issued, so when the
+plugin is loaded again (its migrate-config, sent at every load) every banked key is dropped
+(`server_started`). A key comes here only from a waiting job's entry (pool/fingerprints.py), which lets go
+of it as it comes, so that no key is in the bank and in a job's entry at once (docs/architecture.md,
+"Where registration keys live"). Keys live in memory only and are never logged or shown.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
+import sys
 import threading
 
 from elastic_agent.clock import Clock
+from elastic_agent.pool.fingerprints import HeldKey
 
-# How long GoCD's auto-register keys are valid after they are issued (gocd/gocd's
-# EphemeralAutoRegisterKeyService).
+# How long GoCD's auto-register keys are valid after they are issued unless the server is told otherwise
+# (gocd/gocd SystemEnvironment.EPHEMERAL_AUTO_REGISTER_KEY_EXPIRY_IN_MILLIS, 30 minutes).
 KEY_LIFETIME_S = 30 * 60.0
+KEYS_PER_HOUR = 192  # 64 for the 20 minutes GoCD's default lifetime leaves with the default 10m to register
+MIN_CAPACITY = 64
+MAX_KEPT_S = 24 * 3600.0  # past a day of keys, the oldest go first: the newest are used first anyway
+MAX_KEY_CHARS = 128
+# The bytes one entry takes at most: its key (an ASCII str), the float and the tuple, and the list's slot.
+_ENTRY_BYTES = sys.getsizeof("k" * MAX_KEY_CHARS) + sys.getsizeof(0.0) + sys.getsizeof((0.0, "")) + 8
+
+
+def capacity_for(max_age_s: float) -> int:
+    """How many keys the bank holds when it keeps them `max_age_s`."""
+    hours = min(max(0.0, max_age_s), MAX_KEPT_S) / 3600.0
+    return max(MIN_CAPACITY, math.ceil(hours * KEYS_PER_HOUR))
 
 
 class RegistrationKeys:
-    def __init__(self, clock: Clock, max_age_s: float = 25 * 60.0, capacity: int = 64) -> None:
+    def __init__(self, clock: Clock, max_age_s: float = 25 * 60.0, capacity: int = MIN_CAPACITY) -> None:
         self._clock = clock
-        self.max_age_s = max_age_s
+        self.max_age_s = max_age_s  # until the backend says how long its pools may use keys (keep_for)
         self._capacity = capacity
         # (when create-agent brought it, key), oldest first: keys come from waiting jobs in any order.
         self._keys: list[tuple[float, str]] = []
+        self.started_at: float | None = None  # when GoCD last loaded the plugin: it had just started
         self._lock = threading.Lock()
 
     def offer(self, key: str, since: float) -> None:
         """Bank `key`, which create-agent brought at `since` (clock seconds); the oldest goes when full."""
+        if len(key) > MAX_KEY_CHARS or not key.isascii():
+            return  # not one of GoCD's (a UUID): its memory would not be bounded
         with self._lock:
             if any(existing == key for _, existing in self._keys):
                 return
             bisect.insort(self._keys, (since, key))
+            self._drop_old()
             del self._keys[: max(0, len(self._keys) - self._capacity)]
 
-    def take(self, register_within_s: float = 0.0) -> str | None:
-        """The newest key still young enough, and still valid `register_within_s` from now (the time the
-        pod it goes into is given to register); it is removed (a key registers one agent)."""
+    def take(self, max_age_s: float | None = None) -> HeldKey | None:
+        """The newest key no older than `max_age_s` (None: any the bank keeps); it is removed (a key
+        registers one agent)."""
         with self._lock:
             self._drop_old()
-            if not self._keys or self._keys[-1][0] < self._oldest_usable(register_within_s):
+            if not self._keys or self._keys[-1][0] < self._oldest(max_age_s):
                 return None
-            return self._keys.pop()[1]
+            since, key = self._keys.pop()
+            return HeldKey(key, since)
 
-    def usable(self, register_within_s: float = 0.0) -> int:
-        """How many keys `take(register_within_s)` would give, one after another."""
+    def usable(self, max_age_s: float | None = None) -> int:
+        """How many keys `take(max_age_s)` would give, one after another."""
         with self._lock:
             self._drop_old()
-            return len(self._keys) - bisect.bisect_left(
-                self._keys, (self._oldest_usable(register_within_s), "")
-            )
+            return len(self._keys) - bisect.bisect_left(self._keys, (self._oldest(max_age_s), ""))
 
-    def _oldest_usable(self, register_within_s: float) -> float:
-        """The earliest `since` of a key that GoCD still accepts once `register_within_s` has passed."""
-        return self._clock.now() - min(self.max_age_s, KEY_LIFETIME_S - register_within_s)
+    def keep_for(self, max_age_s: float) -> None:
+        """Keep keys up to `max_age_s` (the longest any pool may use one), with the capacity that follows."""
+        with self._lock:
+            self.max_age_s = max_age_s
+            self._capacity = capacity_for(max_age_s)
+            self._drop_old()
+            del self._keys[: max(0, len(self._keys) - self._capacity)]
+
+    def drop_issued_until(self, since: float) -> int:
+        """Drop every key create-agent brought at or before `since` (GoCD refused one as old): how many."""
+        with self._lock:
+            older = bisect.bisect_right(self._keys, (since, "\U0010ffff"))
+            del self._keys[:older]
+            return older
+
+    def server_started(self) -> int:
+        """GoCD loaded the plugin, so it has just started, and has forgotten every key issued before:
+        they are dropped (how many)."""
+        now = self._clock.now()
+        with self._lock:
+            self.started_at = now
+            dropped = len(self._keys)
+            self._keys.clear()
+            return dropped
+
+    def _oldest(self, max_age_s: float | None) -> float:
+        """The earliest `since` of a key that may be taken."""
+        age = self.max_age_s if max_age_s is None else min(self.max_age_s, max_age_s)
+        return self._clock.now() - age
 
     def __len__(self) -> int:
         with self._lock:
@@ -68,6 +125,17 @@ class RegistrationKeys:
     @property
     def capacity(self) -> int:
         return self._capacity
+
+    def memory_bytes(self) -> int:
+        """What the banked keys take in memory (their strings, times, tuples and the list)."""
+        with self._lock:
+            entries = sum(sys.getsizeof(key) + sys.getsizeof(since) + sys.getsizeof((since, key)) + 8
+                          for since, key in self._keys)  # fmt: skip
+            return sys.getsizeof([]) + entries
+
+    def memory_limit_bytes(self) -> int:
+        """The most `memory_bytes` can be: a full bank of the longest keys it takes."""
+        return sys.getsizeof([]) + self._capacity * _ENTRY_BYTES
 
     def _drop_old(self) -> None:
         limit = self._clock.now() - self.max_age_s

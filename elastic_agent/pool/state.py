@@ -7,7 +7,8 @@ restart without harm (docs/architecture.md, "What a restart loses"):
 - pods being created (reservations), so that concurrent create-agent calls do not all create one;
 - the per-fingerprint book (`fingerprints.py`): waiting jobs, recipes, superseded fingerprints;
 - assignments: which pod said `true` to which job, and when;
-- pods this backend deleted that the watch still shows.
+- pods this backend deleted that the watch still shows;
+- what GoCD's refusal of a key taught, and the pods wanted without a key (key_lifetime.py).
 
 Locking: `lock` (re-entrant) guards every attribute below, and `settings` and `port` too, which change
 when an admin edits the cluster profile. Decisions run with it held, and so does the Applier's commit of
@@ -33,6 +34,7 @@ from elastic_agent.pool.fingerprints import FingerprintBook, HeldKey
 from elastic_agent.pool.gone import RecentlyGone
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.intents import Wait
+from elastic_agent.pool.key_lifetime import KeyLifetime, KeyShortages
 from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.records import PodRecord, PodState
@@ -58,6 +60,8 @@ class PoolState:
         self.identity = identity
         self.clock = clock
         self.keys = keys  # shared by every pool of the backend; has its own lock
+        self.key_lifetime = KeyLifetime()  # how old a key its pods may get (key_lifetime.py)
+        self.shortages = KeyShortages()  # pods wanted ahead without a key; has its own lock
         self.lock = threading.RLock()
         self.book = FingerprintBook()
         self._settings = settings

@@ -2,14 +2,16 @@
 was retired, evicted or failed), and the warm pool ahead of demand (MinIdlePods).
 
 Both need a registration key: a waiting job's create-agent brought one that no pod used yet, and the
-warm pool uses keys that create-agent calls brought when an existing pod served their job (keys.py).
-Each decision plans every creation it wants at once, within the room the caps leave.
+warm pool uses keys that create-agent calls brought when an existing pod served their job (keys.py), as
+old as the pool may use (key_lifetime.py). Each decision plans every creation it wants at once, within
+the room the caps leave, and says what it wanted but could not start for want of a key.
 """
 
 from __future__ import annotations
 
 from elastic_agent.pool.broken_pods import creatable
-from elastic_agent.pool.intents import Create, Intent, Plan, Reserve
+from elastic_agent.pool.intents import Create, Intent, KeysShort, Plan, Reserve
+from elastic_agent.pool.key_lifetime import WARM_POOL, job_key_usable, usable_keys
 from elastic_agent.pool.state import PoolState
 
 
@@ -29,12 +31,17 @@ def for_waiting_jobs(state: PoolState, now: float) -> Plan:
         wanted = min(waiting - supply, room)
         allowed = creatable(state, fingerprint, view, now)
         wanted = wanted if allowed is None else min(wanted, allowed)
-        with_keys = [(entry.job, entry.key) for entry in state.book.waiting(fingerprint) if entry.key]
+        with_keys = [
+            (entry.job, entry.key)
+            for entry in state.book.waiting(fingerprint)
+            if entry.key and job_key_usable(state, entry.key.since, now)
+        ]
         with_keys.sort(key=lambda held: held[1].since, reverse=True)  # stable: ties keep their order
         for job, held in with_keys[: max(0, wanted)]:
             token = ("waiting", job.job_id)
             said = "created pod {pod}: jobs of its profile were still waiting"
-            intents += [Reserve(token, fingerprint), Create(token, job, spec, held.key, said)]
+            create = Create(token, job, spec, held.key, said, key_since=held.since)
+            intents += [Reserve(token, fingerprint), create]
             room -= 1
     return Plan(tuple(intents))
 
@@ -46,18 +53,22 @@ def warm_pool(state: PoolState, now: float) -> Plan:
     pods retire; one whose pods broke gets what its hold allows, one at a time (holds.py: a broken warm
     pod is replaced at once, the second in a row after the hold's wait)."""
     view = state.indexed()
-    room, keys = state.room(view), state.keys.usable(state.settings.auto_register_timeout)
+    room, keys = state.room(view), usable_keys(state)
     intents: list[Intent] = []
+    short: dict[str, int] = {}
     for fingerprint, spec in state.book.recipes():
         wanted = spec.knobs(now).min_idle_pods
+        short[fingerprint] = 0
         if not wanted or state.book.is_superseded(fingerprint):
             continue
         waiting, ready = state.demand(fingerprint, view)
-        allowed = creatable(state, fingerprint, view, now)
-        more = wanted - (ready - waiting)
-        for _ in range(max(0, min(more if allowed is None else min(more, allowed), room, keys))):
+        more = max(0, wanted - (ready - waiting))
+        held = creatable(state, fingerprint, view, now)  # a broken fingerprint's one try at a time
+        allowed = min(more if held is None else min(more, held), room)
+        short[fingerprint] = max(0, allowed - keys)  # the caps' and the hold's limits are not the keys' fault
+        for _ in range(max(0, min(allowed, keys))):
             token = object()  # unique: concurrent plans never share a reservation
             said = "created pod {pod} ahead of demand: MinIdlePods of its profile"
             intents += [Reserve(token, fingerprint), Create(token, None, spec, None, said)]
             room, keys = room - 1, keys - 1
-    return Plan(tuple(intents))
+    return Plan((*intents, KeysShort(WARM_POOL, short)))

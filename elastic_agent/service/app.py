@@ -35,6 +35,7 @@ from elastic_agent.gocd.server import GoCDError
 from elastic_agent.gocd.shared_token import SharedToken, shared
 from elastic_agent.gocd.versions import BACKEND_VERSION_HEADER, BRIDGE_VERSION_ENVIRON
 from elastic_agent.kube.port import ClusterError, Unreachable
+from elastic_agent.pool.key_lifetime import figures as key_figures
 from elastic_agent.pool.remote_file import RemoteFileError
 from elastic_agent.service.in_flight import Handlers
 from elastic_agent.service.metrics import Metrics
@@ -73,6 +74,7 @@ def create_app(
     metrics.watch_pods(lambda: pod_counts(backend))
     metrics.watch_structures(backend.sizes, backend.size_limits)
     metrics.watch_predictions(backend.forecast.totals)
+    metrics.watch_keys(backend.keys, lambda: [key_figures(pool.state) for pool in backend.pools()])
     app = Flask("elastic_agent")
     plugin = PluginRequests(backend, shared(token), metrics)
     stopping = stopping or threading.Event()

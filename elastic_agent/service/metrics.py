@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from elastic_agent.pool.key_lifetime import KeyFigures
+from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.records import PodState
+from profiles.fingerprint import label_form
 
 
 class PodStateCollector(Collector):
@@ -74,6 +77,44 @@ class PredictionCollector(Collector):
         yield family
 
 
+class KeyCollector(Collector):
+    """Registration keys, read at scrape time: the bank's memory and its bound, how long it keeps keys,
+    the pods each profile (its fingerprint's label form: the label's values are bounded by the profiles
+    that want pods ahead) wanted ahead and could not start for want of a key, by what wanted them, and
+    the pods whose key GoCD refused. Never a key."""
+
+    def __init__(self, bank: RegistrationKeys, pools: Callable[[], list[KeyFigures]]) -> None:
+        self._bank = bank
+        self._pools = pools
+
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        bank = self._bank
+        yield GaugeMetricFamily("gocd_elastic_agent_key_bank_bytes",
+                                "Memory the banked registration keys take", value=bank.memory_bytes())
+        yield GaugeMetricFamily("gocd_elastic_agent_key_bank_limit_bytes",
+                                "The most memory the key bank can take (its capacity of the longest keys)",
+                                value=bank.memory_limit_bytes())
+        yield GaugeMetricFamily("gocd_elastic_agent_key_bank_max_age_seconds",
+                                "How long banked keys are kept: the longest any cluster profile may use one "
+                                "(its auto_register_key_expiry less its auto_register_timeout)",
+                                value=bank.max_age_s)  # fmt: skip
+        pools = self._pools()
+        lacking = GaugeMetricFamily(
+            "gocd_elastic_agent_pods_wanted_without_key",
+            "Pods wanted ahead of demand that could not start for want of a registration key, by profile "
+            "and by what wanted them (warm_pool: MinIdlePods in force; predict)",
+            labels=["profile", "reason"],
+        )
+        for pool in pools:
+            for lacks in pool.lacking:
+                for source, pods in sorted(lacks.pods.items()):
+                    lacking.add_metric([label_form(lacks.fingerprint), source], pods)
+        yield lacking
+        yield CounterMetricFamily("gocd_elastic_agent_registration_keys_refused",
+                                  "Pods whose agent GoCD refused for an unknown or expired registration key",
+                                  value=sum(pool.refused_pods for pool in pools))  # fmt: skip
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -106,3 +147,6 @@ class Metrics:
         self, sizes: Callable[[], dict[str, int]], limits: Callable[[], dict[str, int]]
     ) -> None:
         self.registry.register(RetainedEntriesCollector(sizes, limits))
+
+    def watch_keys(self, bank: RegistrationKeys, pools: Callable[[], list[KeyFigures]]) -> None:
+        self.registry.register(KeyCollector(bank, pools))

@@ -11,7 +11,8 @@ process.
 What runs is the stand-in agent file with this interpreter by default; `command` may run it otherwise, such
 as a container of the agent image (tests/test_agent_image.py): it is given the pod's name and the names of
 the variables, whose values are in its own environment (`podman run -e NAME` takes them from there, so no
-key appears in a command line).
+key appears in a command line). Its output goes to a file per stream and, when the kubelet gives a console,
+line by line to the pod's log too, as a container runtime's goes to the kubelet's.
 
 A process that ends by itself (it exited, or something killed it) is reported to `on_exit` with its exit
 code, as a container runtime reports a container's end to the kubelet, which then writes the container's
@@ -28,6 +29,9 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
+
+from elastic_agent.simulation.agents import Console
 
 STANDIN_AGENT = Path(__file__).resolve().parent / "standin_agent.py"
 SERVER_URL_VAR = "STANDIN_SERVER_URL"
@@ -56,7 +60,7 @@ class ProcessAgentHost:
         self.on_exit: ExitListener | None = None
         self._outputs = Path(tempfile.mkdtemp(prefix="standin-agents-"))
 
-    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+    def agent_started(self, pod_name: str, env: Mapping[str, str], console: Console | None = None) -> None:
         variables = {**env, **self._extra_env, SERVER_URL_VAR: self._server_url}
         # A container's variables are the pod's alone; PATH and HOME are for the command that starts it.
         process_env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/"), **variables}
@@ -64,9 +68,17 @@ class ProcessAgentHost:
         with self._lock:
             if pod_name in self._processes:
                 return
-            with self.stdout_path(pod_name).open("wb") as out, self.stderr_path(pod_name).open("wb") as err:
-                process = subprocess.Popen(argv, env=process_env, stdout=out, stderr=err)
-                self._processes[pod_name] = process
+            out, err = self.stdout_path(pod_name), self.stderr_path(pod_name)
+            if console is None:
+                with out.open("wb") as stdout, err.open("wb") as stderr:
+                    process = subprocess.Popen(argv, env=process_env, stdout=stdout, stderr=stderr)
+            else:  # as a container runtime: both streams to the pod's log, and to the files
+                pipe = subprocess.PIPE
+                process = subprocess.Popen(argv, env=process_env, stdout=pipe, stderr=pipe)
+                for stream, path in ((process.stdout, out), (process.stderr, err)):
+                    threading.Thread(target=_pump, args=(stream, path, console), name=f"output-{pod_name}",
+                                     daemon=True).start()  # fmt: skip
+            self._processes[pod_name] = process
         threading.Thread(
             target=self._watch, args=(pod_name, process), name=f"agent-{pod_name}", daemon=True
         ).start()
@@ -115,3 +127,14 @@ class ProcessAgentHost:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _pump(stream: IO[bytes] | None, path: Path, console: Console) -> None:
+    """Each line of a process's output to its file and to the pod's log, until the process closes it."""
+    if stream is None:
+        return
+    with path.open("wb") as out, stream:
+        for line in stream:
+            out.write(line)
+            out.flush()
+            console(line.decode("utf-8", "replace").rstrip("\n"))

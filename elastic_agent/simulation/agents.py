@@ -8,15 +8,18 @@ a process, registering over HTTP).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
+
+Console = Callable[[str], None]  # writes one line to the container's output: the pod's log
 
 
 class AgentHost(Protocol):
-    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+    def agent_started(self, pod_name: str, env: Mapping[str, str], console: Console | None = None) -> None:
         """The agent container of `pod_name` is running with environment `env` (it holds the GO_EA_*
         variables: GO_EA_SERVER_URL, GO_EA_AUTO_REGISTER_KEY, GO_EA_AUTO_REGISTER_ENVIRONMENT,
-        GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID, GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID)."""
+        GO_EA_AUTO_REGISTER_ELASTIC_AGENT_ID, GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID); what the agent
+        writes to its console goes to `console`, the pod's log, as a container runtime's does."""
 
     def agent_stopped(self, pod_name: str) -> None:
         """The pod's agent process is gone (pod deleted, failed or evicted)."""
@@ -25,7 +28,7 @@ class AgentHost(Protocol):
 class NoAgents:
     """An AgentHost for tests of the cluster alone."""
 
-    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+    def agent_started(self, pod_name: str, env: Mapping[str, str], console: Console | None = None) -> None:
         pass
 
     def agent_stopped(self, pod_name: str) -> None:

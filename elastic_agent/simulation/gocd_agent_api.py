@@ -10,7 +10,8 @@ and gets work over HTTP, as a real agent does with a real server. Modelled on go
   agentAutoRegisterHostname, elasticAgentId, elasticPluginId, token): `AgentRegistrationController
   .agentRequest`. 403 for a token that is not the uuid's; an elastic agent goes through
   `SimulatedGoCD.register_agent`, the same single-use key rules as the in-process agents (a key spent
-  once is refused, 422, whatever the ids); 200 once registered.
+  once, expired or unknown is refused, 422, whatever the ids, with GoCD's own words, which name the
+  key: gocd_registration.py); 200 once registered.
 - `POST /go/remoting/api/agent/{ping,get_work,get_cookie,report_current_status,report_completing,
   report_completed,is_ignored}`: `InternalAgentControllerV1`, the bodies as gocd/gocd's `Serialization`
   (Gson, with a `type` member naming each request's class) writes them, answered as
@@ -146,8 +147,7 @@ class AgentApi:
             agent_id, agent_id, plugin_id, form["agentAutoRegisterKey"], environments, CONTEXT, remote=True
         )
         if attempt.reason is not None:
-            # GoCD's message names the key; this one does not (a key is a secret until it is spent).
-            return 422, f"Error occurred during agent registration process: {attempt.reason}"
+            return 422, attempt.answer  # GoCD's own words: they name the key (gocd_registration.py)
         with self._lock:
             self._agent_by_uuid[uuid] = agent_id
         return 200, ""

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
+from elastic_agent.simulation.agents import Console
 from elastic_agent.simulation.gocd_agent_side import AgentSide
 from elastic_agent.simulation.gocd_records import (  # re-exported: callers import them from here
     ENV_AGENT_ID,
@@ -54,6 +55,14 @@ from elastic_agent.simulation.gocd_records import (  # re-exported: callers impo
     PluginFailure,
     RegistrationAttempt,
     RegistrationKey,
+)
+from elastic_agent.simulation.gocd_registration import (
+    DUPLICATE_REASON,
+    EXPIRED_KEY,
+    SPENT_KEY,
+    UNKNOWN_KEY,
+    refusal_log_line,
+    registration_answer,
 )
 from elastic_agent.simulation.gocd_server_side import ConsoleKey, ServerSide
 from elastic_agent.simulation.gocd_timing import EPSILON_S, PollGrid, TimedQueue, is_due
@@ -254,10 +263,15 @@ class SimulatedGoCD(ServerSide, AgentSide):
 
     # ---- agents (the AgentHost protocol of the simulated kubelet) --------------------------------
 
-    def agent_started(self, pod_name: str, env: Mapping[str, str]) -> None:
+    def agent_started(self, pod_name: str, env: Mapping[str, str], console: Console | None = None) -> None:
+        """The in-process agent registers at once; refused, it writes GoCD's answer to its console as the
+        real agent does (gocd_registration.py), once: the real one repeats the line every 5 s."""
         environments = frozenset(e.strip() for e in env.get(ENV_ENVIRONMENT, "").split(",") if e.strip())
         agent_id, plugin_id, key = env.get(ENV_AGENT_ID, ""), env.get(ENV_PLUGIN_ID, ""), env.get(ENV_KEY, "")
-        self.register_agent(pod_name, agent_id, plugin_id, key, environments, env.get(ENV_SERVER_URL, ""))
+        server_url = env.get(ENV_SERVER_URL, "")
+        attempt = self.register_agent(pod_name, agent_id, plugin_id, key, environments, server_url)
+        if attempt.status == 422 and console is not None:
+            console(refusal_log_line(attempt.at, attempt.answer))
 
     def register_agent(
         self,
@@ -276,7 +290,8 @@ class SimulatedGoCD(ServerSide, AgentSide):
         with self._state_lock:
             reason = self._registration_refusal(agent_id, plugin_id, server_url, key, now)
             status = 422 if reason else 200
-            attempt = RegistrationAttempt(now, pod_name, agent_id, key, environments, status, reason)
+            answer = registration_answer(reason, key, agent_id, plugin_id) if reason else ""
+            attempt = RegistrationAttempt(now, pod_name, agent_id, key, environments, status, reason, answer)
             if reason:
                 self.refusals.append(attempt)
                 self.stats.registrations_refused += 1
@@ -310,16 +325,16 @@ class SimulatedGoCD(ServerSide, AgentSide):
             return "the elastic agent id and the plugin id are both required"
         registration_key = self._keys.get(key)
         if registration_key is None:
-            return "unknown auto-register key"
+            return UNKNOWN_KEY
         if registration_key.used_by is not None:
-            return "auto-register key already used"
+            return SPENT_KEY
         if now >= registration_key.expires_at:
-            return "auto-register key expired"
+            return EXPIRED_KEY
         registration_key.used_by, registration_key.used_at = agent_id, now  # revoked: whatever follows
         if plugin_id != self.config.plugin_id:
             return f"no elastic agent plugin with id {plugin_id}"
         if agent_id in self._agents:
-            return "an agent with this elastic agent id and plugin id is already registered"
+            return DUPLICATE_REASON
         return None
 
     def agent_stopped(self, pod_name: str) -> None:

@@ -184,6 +184,7 @@ class RegistrationAttempt:
     environments: frozenset[str]
     status: int  # 200 registered, 422 refused
     reason: str | None
+    answer: str = ""  # the body GoCD answers with (gocd_registration.py): it names the key when refusing it
 
 
 @dataclass

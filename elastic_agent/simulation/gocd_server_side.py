@@ -88,6 +88,12 @@ class ServerSide:
             "secure_site_url": config.secure_site_url,
         }
 
+    def forget_keys(self) -> None:
+        """What a restart of GoCD does to its registration keys: `EphemeralAutoRegisterKeyService` keeps
+        them in memory only, so every key issued before is unknown afterwards."""
+        with self._state_lock:
+            self._keys.clear()
+
     def replace_health_messages(self, messages: list[HealthMessage]) -> None:
         with self._state_lock:
             self.health_messages = list(messages)
@@ -120,6 +126,12 @@ class ServerSide:
     def agents(self) -> list[Agent]:
         with self._state_lock:
             return list(self._agents.values())
+
+    def keys_issued_for(self, job_id: int) -> list[str]:
+        """The keys the job's create-agent calls carried, in the order they were issued."""
+        with self._state_lock:
+            issued = sorted(self._keys.values(), key=lambda k: k.issued_at)
+            return [k.key for k in issued if k.job_id == job_id]
 
     def registration_key(self, key: str) -> RegistrationKey | None:
         with self._state_lock:

@@ -336,7 +336,7 @@ class SimulatedKubelet:
         self.store.append_log(ns, name, f"{now} INFO  Registering elastic agent {env[AGENT_ID_VAR]}")
         with self._lock:
             life.agent_running = True
-        self.agent_host.agent_started(name, env)
+        self.agent_host.agent_started(name, env, lambda line: self.store.append_log(ns, name, line))
 
     def _fail(self, life: _PodLife, reason: str, message: str) -> None:
         self.store.append_log(life.namespace, life.name, f"{rfc3339(self.clock.now())} ERROR {message}")

@@ -27,11 +27,16 @@ A job's work is a sleep and an exit code (gocd_agent_api.py); the agent prints o
 stdout. On SIGTERM it stops at once: a running job is abandoned unreported, as a real agent's JVM exits on
 SIGTERM without reporting; GoCD then finds the agent LostContact and reschedules the job. Reporting a
 result the job did not reach would tell GoCD something false, and the plugin never deletes a busy pod.
-The registration key is never printed.
+A refused registration is logged as the real agent logs it (`SslInfrastructureService
+.RemoteRegistrationRequester.requestRegistration`: a 422's body at ERROR, in the official images' console
+pattern `%date{ISO8601} %-5level [%thread] %logger{0}:%line - %msg%n`), to stdout, at every try. GoCD's
+body names the key it refuses, so that line prints the key, as the real agent's does; nothing else
+prints it (the stand-in's own lines, on stderr, never do).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -54,8 +59,9 @@ class Refused(Exception):
     """The server answered a status that is not 200."""
 
     def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"status {status}: {body[:200]}")
+        super().__init__(f"status {status}")  # the body may name the key: `body` has it
         self.status = status
+        self.body = body
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,8 @@ class Agent:
             except Refused as refused:
                 if refused.status == 403:  # the token is not valid (any more): fetch another
                     self.token = ""
+                if refused.status == 422:
+                    print(agent_error_line(REGISTRATION_ERROR + refused.body), flush=True)
                 log(f"registration refused ({refused}); retrying")
             except OSError as error:
                 log(f"cannot reach the server ({type(error).__name__}); retrying")
@@ -265,6 +273,16 @@ class Agent:
 
 def log(message: str) -> None:
     print(f"standin-agent: {message}", file=sys.stderr, flush=True)
+
+
+REGISTRATION_ERROR = "[Agent Registration] Error occurred during agent registration process: "
+
+
+def agent_error_line(message: str) -> str:
+    """`message` as the real agent's ERROR line of SslInfrastructureService.java (its line 159, in the
+    work loop's thread of the Spring scheduler `scheduler`; the JVM's zone is UTC in the images)."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return f"{now} ERROR [scheduler-1] SslInfrastructureService:159 - {message}"
 
 
 def main() -> int:

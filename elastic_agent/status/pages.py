@@ -22,9 +22,11 @@ from elastic_agent.gocd.versions import Versions
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
+from elastic_agent.pool.key_lifetime import usable_keys
 from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.redaction import redact
 from elastic_agent.status.holds import HeldRow, held_rows
+from elastic_agent.status.keys import KeysSummary, keys_summary
 from elastic_agent.status.nodes import node_section
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration
@@ -185,6 +187,7 @@ def _settings(pool: ClusterPool) -> list[Setting]:
             "pending_pods_count", str(s.pending_pods_count), "pods that may wait for registration at once"
         ),
         Setting("auto_register_timeout", _duration(s.auto_register_timeout), "a pod must register within"),
+        Setting("auto_register_key_expiry", _duration(s.auto_register_key_expiry), "GoCD's keys live"),
         Setting("cluster_request_timeout", _duration(s.cluster_request_timeout), "per Kubernetes API call"),
         Setting(
             "go_server_url",
@@ -221,7 +224,7 @@ def _knob_text(min_idle: int, idle_timeout: float, max_jobs: int | None) -> str:
 
 def schedule_rows(pool: ClusterPool, clock: Clock) -> list[ScheduleRow]:
     now = clock.now()
-    keys = len(pool.state.keys)
+    keys = usable_keys(pool.state)  # those its pods may use: an older one would expire before registering
     rows = []
     for fingerprint, spec in pool.schedules():
         schedule = spec.schedule
@@ -259,6 +262,7 @@ class ClusterSummary:
     waiting: int = 0  # jobs known to wait for a pod of a reuse-enabled profile
     schedules: list[ScheduleRow] = field(default_factory=list)
     held: list[HeldRow] = field(default_factory=list)  # profiles whose pods are broken
+    keys: KeysSummary | None = None  # registration keys: how long, how many, who lacks them
 
     @property
     def total(self) -> int:
@@ -281,6 +285,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
         waiting=sum(pool.waiting_jobs().values()),
         schedules=schedule_rows(pool, clock),
         held=held_rows(pool, clock),
+        keys=keys_summary(pool, clock),
     )
 
 
