@@ -32,7 +32,7 @@ def tuned_values() -> dict[str, Any]:
 def jvm_options() -> str:
     """GOCD_SERVER_JVM_OPTS of the server container the chart renders from the guide's values merged into
     the project's (step 4's merge-helm-values)."""
-    pod = server_pod(merge(values(), tuned_values()))
+    pod = server_pod(merge(values(), tuned_values()).values)
     [server] = [c for c in pod["spec"]["containers"] if c["name"] == "gocd-server"]
     env = {entry["name"]: entry.get("value") for entry in server["env"]}
     options: str = env["GOCD_SERVER_JVM_OPTS"]
