@@ -79,7 +79,8 @@ def test_a_cluster_profile_without_a_url_outside_a_cluster_says_what_to_configur
         encode(stack.cluster_profile()), encode(profile)
     )
     answer = post(stack, REQUEST_PREFIX + "create-agent", body)
-    assert answer.status_code == 503 and "set kubernetes_cluster_url" in answer.text, answer.text
+    # The profile names no cluster: its fault, not a passing outage (422, not 503).
+    assert answer.status_code == 422 and "set kubernetes_cluster_url" in answer.text, answer.text
     assert not any(r.exc_info for r in backend_records(caplog))
 
     console = [line for lines in stack.gocd.orphan_console.values() for line in lines]

@@ -34,6 +34,7 @@ from elastic_agent.gocd.body import BadRequest
 from elastic_agent.gocd.server import GoCDError
 from elastic_agent.gocd.shared_token import SharedToken, shared
 from elastic_agent.gocd.versions import BACKEND_VERSION_HEADER, BRIDGE_VERSION_ENVIRON
+from elastic_agent.kube.connect import ConnectError
 from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.key_lifetime import figures as key_figures
 from elastic_agent.pool.remote_file import RemoteFileError
@@ -345,6 +346,10 @@ def answer_safely(
         return PluginResponse(422, f"{short}: the profile is not valid: {error}")
     except RemoteFileError as error:
         return _refused(422, f"{short}: the remote pod template could not be used: {error}")
+    except ConnectError as error:
+        # Settings that name no cluster are the cluster profile's fault, not a passing outage: a 422.
+        log.warning("refused %s (422): the cluster profile names no usable cluster", short)
+        return PluginResponse(422, f"{short}: the cluster profile cannot be used: {error}")
     except ClusterError as error:
         # An outage's failures are DEBUG: the port's OutageTracker has logged the outage once; so are the
         # repeats of a refusal the create-agent executor has logged at its first occurrence.
