@@ -183,7 +183,7 @@ def report(
             f"Trace: {describe(trace)}.",
             f"Settings: pod boot lognormal around {settings.boot_median_s:g} s "
             f"(sigma {settings.boot_sigma:g}), "
-            f"agents poll every {settings.poll_interval_s:g} s (+/- {settings.poll_jitter:.0%}), "
+            f"{settings.polling()}, "
             f"create-agent re-sent every {settings.resend_s:g} s, pings every {settings.ping_s:g} s, "
             f"pending_pods_count {settings.pending_pods_count}, seed {settings.seed}.",
             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}.",

@@ -127,8 +127,9 @@ def measure_trace(make: StackMaker, image: str, jobs: Sequence[TraceJob]) -> lis
 
 
 def sim_settings(boots_s: Sequence[float], seed: int) -> SimSettings:
-    """The simulator as the live stack runs: the server's cadence of tests/node_stack.py, agents polling as
-    the stand-in does when it has no work (every STANDIN_WORK_INTERVAL_S), the cluster profile's
+    """The simulator as the live stack runs: the server's cadence of tests/node_stack.py, agents asking for
+    work as the stand-in does (its back-off from STANDIN_WORK_DELAY_S up to STANDIN_WORK_INTERVAL_S), the
+    cluster profile's
     pending_pods_count, and boots lognormal with the measured median and spread, within the measured
     range."""
     logs = [math.log(value) for value in boots_s]
@@ -137,7 +138,8 @@ def sim_settings(boots_s: Sequence[float], seed: int) -> SimSettings:
         boot_median_s=statistics.median(boots_s),
         boot_sigma=statistics.stdev(logs) if len(logs) > 1 else 0.0,
         boot_bounds_s=(min(boots_s), max(boots_s)),
-        poll_interval_s=float(FAST_AGENT["STANDIN_WORK_INTERVAL_S"]),
+        get_work_delay_s=float(FAST_AGENT["STANDIN_WORK_DELAY_S"]),
+        get_work_interval_s=float(FAST_AGENT["STANDIN_WORK_INTERVAL_S"]),
         scheduler_s=FAST_GOCD["scheduler_interval_s"],
         ping_s=FAST_GOCD["ping_interval_s"],
         pending_pods_count=10,  # Stack.cluster_profile's

@@ -97,6 +97,34 @@ def compare(against: str, jobs: int, names: Sequence[str], rounds: int = 2) -> l
         same = "yes" if len(simulated) == 1 else "NO: the trees simulate differently"
         walls = " | ".join(", ".join(f"{r['wall_s']:.1f} s" for r in side) for side in (old, new))
         lines.append(f"| {name} | {walls} | {ratio:.2f}x | {same} |")
+    return lines + differences(against, policies, results)
+
+
+def differences(
+    against: str,
+    policies: list[tuple[str, dict[str, str]]],
+    results: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]],
+) -> list[str]:
+    """What each tree simulated, for the policies the trees simulate differently (a change of the model:
+    the work per job may differ, not only the speed)."""
+    lines: list[str] = []
+    for index, (name, _) in enumerate(policies):
+        old, new = results[0][0][index]["simulated"], results[0][1][index]["simulated"]
+        if old == new:
+            continue
+        if not lines:
+            lines = [
+                "",
+                "| policy | tree | pods created | wait mean | p95 | max | events | should-assign-work asked "
+                "| peak pods |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+        for tree, figures in ((against, old), ("this tree", new)):
+            pods, mean, p95, longest, events, asked, peak = figures
+            lines.append(
+                f"| {name} | {tree} | {pods:,} | {mean:.1f} s | {p95:.1f} s | {longest:.1f} s | {events:,} | "
+                f"{asked:,} | {peak:,} |"
+            )
     return lines
 
 

@@ -54,10 +54,11 @@ FAST_AGENT = {
     "STANDIN_REGISTER_RETRY_S": "0.2",
 }
 # The simulated server in real time, its loops shortened so that a scenario takes seconds: a server-ping
-# every 2 s, an agent lost 10 s after its last ping.
+# every 2 s, an agent lost 10 s after its last ping; an in-process agent asks for work as the stand-in does.
 FAST_GOCD = {
     "scheduler_interval_s": 0.5,
-    "poll_interval_s": 0.5,
+    "get_work_delay_s": float(FAST_AGENT["STANDIN_WORK_DELAY_S"]),
+    "get_work_interval_s": float(FAST_AGENT["STANDIN_WORK_INTERVAL_S"]),
     "ping_interval_s": 2.0,
     "lost_contact_after_s": 10.0,
 }

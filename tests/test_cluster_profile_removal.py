@@ -56,7 +56,7 @@ def health(stack: VirtualStack) -> str:
 
 
 def test_a_deleted_cluster_profile_retires_idle_pods_at_the_next_ping_and_a_busy_pod_after_its_job() -> None:
-    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=10.0, get_work_interval_s=10.0)
     profile = reuse_profile(stack, IdleTimeout="60m")
     long_job = schedule(stack, profile, duration=400, name="long")
     idle = run_to_idle(stack, schedule(stack, profile, duration=10))
@@ -82,7 +82,7 @@ def test_a_deleted_cluster_profile_retires_idle_pods_at_the_next_ping_and_a_busy
 
 
 def test_a_renamed_namespace_retires_the_old_namespaces_pods_while_the_new_one_serves_jobs() -> None:
-    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=10.0, get_work_interval_s=10.0)
     profile = reuse_profile(stack, IdleTimeout="60m")
     old = run_to_idle(stack, schedule(stack, profile, duration=10))
     renamed = stack.cluster_profile(namespace="ci-new")
@@ -103,7 +103,7 @@ def test_after_a_restart_agents_of_unwatched_pods_are_kept_and_named_until_gocd_
     more, so its agent has no known pod. It is kept (removing it would leave a pod that builds for
     nobody, whose agent cannot register again), a health message names it; once the pod is deleted
     by hand and GoCD has lost contact with the agent, the ping removes it."""
-    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=10.0, get_work_interval_s=10.0)
     profile = reuse_profile(stack, IdleTimeout="60m")
     pod = run_to_idle(stack, schedule(stack, profile, duration=10))
     stack.settle()
@@ -130,7 +130,7 @@ def test_new_credentials_that_cannot_connect_retire_nothing() -> None:
     """The ping names the pool's cluster, but its new credentials cannot be used (here the in-cluster
     token file is missing: `kube.connect` raises ConnectError): that is a problem to report, not a
     deleted profile, so no pod retires and the pool keeps serving with the connection it has."""
-    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=10.0, get_work_interval_s=10.0)
     profile = reuse_profile(stack, IdleTimeout="60m")
     idle = run_to_idle(stack, schedule(stack, profile, duration=10))
     backend = stack.backend
@@ -159,7 +159,7 @@ def test_jobs_scheduled_before_a_credential_edit_do_not_switch_the_pool_back_to_
     `edit_cluster_profile` names the gocd/gocd code) and the pings with the profiles as they are now:
     after an edit the backend hears both. The ping's are the current ones; a job's older credentials
     are served by the pool as it is, not connected again at every request of an old job."""
-    stack = virtual_stack(boot_delay=5, poll_interval_s=10.0)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=10.0, get_work_interval_s=10.0)
     profile = reuse_profile(stack, IdleTimeout="60m")
     idle = run_to_idle(stack, schedule(stack, profile, duration=10))
     old_job = assigned(stack, schedule(stack, profile, duration=600, name="long"))

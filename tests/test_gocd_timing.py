@@ -1,45 +1,64 @@
-"""The simulated server's timing: poll times found directly equal those found by walking every poll,
-and timed queues skip what went stale."""
+"""The simulated server's timing: poll times found directly equal those found by walking every wait of
+the agent's back-off, and timed queues skip what went stale."""
 
 from __future__ import annotations
 
 import random
 
-from elastic_agent.simulation.gocd_timing import EPSILON_S, PollGrid, TimedQueue
+import pytest
+
+from elastic_agent.simulation.gocd_timing import EPSILON_S, PollBackOff, TimedQueue
+from elastic_agent.simulation.standin_agent import WorkBackOff
 
 
-def walked_next_poll(grid: PollGrid, registered_at: float, seed: int, after: float, inclusive: bool) -> float:
-    """The definition, poll by poll from the first."""
-    k = 1
-    while True:
-        at = registered_at + (k + grid.offset(seed, k)) * grid.interval_s
-        if at > after + EPSILON_S or (inclusive and at >= after - EPSILON_S):
-            return at
-        k += 1
+def walked_next_poll(walker: WorkBackOff, since: float, after: float, inclusive: bool) -> float:
+    """The definition, wait by wait from the first poll, with the stand-in agent's own back-off."""
+    walker.restart()
+    at = since
+    while not (at > after + EPSILON_S or (inclusive and at >= after - EPSILON_S)):
+        at += walker.next_s()
+    return at
 
 
-def test_next_poll_is_the_first_poll_after_the_instant_as_walking_every_poll_finds_it() -> None:
+# (delay, multiplier, interval): GoCD's, the tests' short ones, a doubling, fixed intervals, a delay past the
+# interval (Spring takes the interval).
+BACK_OFFS = [
+    (1.0, 1.5, 10.0),
+    (0.05, 1.5, 0.2),
+    (2.0, 2.0, 7.0),
+    (5.0, 1.0, 5.0),
+    (30.0, 30.0, 30.0),
+    (3.0, 1.5, 1.0),
+]
+
+
+@pytest.mark.parametrize("delay_s, multiplier, interval_s", BACK_OFFS)
+def test_next_poll_is_the_first_poll_after_the_instant_as_walking_every_wait_finds_it(
+    delay_s: float, multiplier: float, interval_s: float
+) -> None:
     rng = random.Random(7)
-    for jitter in (0.0, 0.2, 0.5, 0.99, 3.0):
-        grid = PollGrid.of(5.0, jitter)
-        for _ in range(400):
-            registered_at, seed = rng.uniform(0, 1000), rng.getrandbits(64)
-            after = registered_at + rng.uniform(-10, 300)
-            for inclusive in (False, True):
-                expected = walked_next_poll(grid, registered_at, seed, after, inclusive)
-                assert grid.next_poll(registered_at, seed, after, inclusive=inclusive) == expected
+    backoff = PollBackOff.of(delay_s, multiplier, interval_s)
+    walker = WorkBackOff(delay_s, multiplier, interval_s)
+    for _ in range(300):
+        since = rng.uniform(0, 1000)
+        after = since + rng.choice([rng.uniform(-10, 30), rng.uniform(0, 600), float(rng.randint(0, 60))])
+        for inclusive in (False, True):
+            expected = walked_next_poll(walker, since, after, inclusive)
+            assert backoff.next_poll(since, after, inclusive=inclusive) == pytest.approx(expected, abs=1e-6)
 
 
 def test_a_poll_time_is_its_own_next_poll_only_when_inclusive() -> None:
-    grid = PollGrid.of(5.0, 0.2)
-    at = grid.next_poll(100.0, 42, 130.0, inclusive=False)
-    assert grid.next_poll(100.0, 42, at, inclusive=True) == at
-    later = grid.next_poll(100.0, 42, at, inclusive=False)
-    assert 5.0 * 0.8 - EPSILON_S <= later - at <= 5.0 * 1.2 + EPSILON_S
+    backoff = PollBackOff.of(1.0, 1.5, 10.0)
+    for after in (100.0, 101.2, 130.0, 1000.0):
+        at = backoff.next_poll(100.0, after, inclusive=False)
+        assert backoff.next_poll(100.0, at, inclusive=True) == at
+        assert backoff.next_poll(100.0, at, inclusive=False) > at + EPSILON_S
 
 
-def test_jitter_is_clamped_so_polls_keep_their_order() -> None:
-    assert PollGrid.of(5.0, 3.0).jitter == 0.99 and PollGrid.of(5.0, -1.0).jitter == 0.0
+def test_settings_that_would_poll_without_pause_are_refused_with_a_sentence() -> None:
+    for delay_s, multiplier, interval_s in ((0.0, 1.5, 10.0), (1.0, 0.5, 10.0), (1.0, 1.5, 0.0)):
+        with pytest.raises(ValueError, match="get-work"):
+            PollBackOff.of(delay_s, multiplier, interval_s)
 
 
 def test_a_timed_queue_gives_current_subjects_in_time_order_and_skips_stale_ones() -> None:

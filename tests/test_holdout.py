@@ -67,7 +67,7 @@ def test_the_judged_figures_count_only_the_jobs_and_pod_seconds_from_the_cut() -
     cut = 2 * H
     trace = [TraceJob(cut - 600, "java", None, "api", 60.0), TraceJob(cut + 1200, "java", None, "api", 60.0)]
     policy = Policy("reuse 60m", {"Reuse": "true", "IdleTimeout": "60m"})
-    settings = SimSettings(seed=3, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0), poll_jitter=0.0)
+    settings = SimSettings(seed=3, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0))
     whole_run = Simulation(trace, policy, settings)
     whole = whole_run.run()
     judged = Simulation(trace, policy, replace(settings, judged_from_s=cut)).run()

@@ -35,7 +35,7 @@ from profiles.views import elastic_profile_view
 
 RUNS = 6
 PERIOD_S = 480.0
-FIXED = SimSettings(seed=3, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0), poll_jitter=0.0)
+FIXED = SimSettings(seed=3, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0))
 PREDICT = {"Reuse": "true", "IdleTimeout": "2m", "Predict": "true"}
 NO_PREDICT = {"Reuse": "true", "IdleTimeout": "2m", "Predict": "false"}
 
@@ -95,8 +95,11 @@ def test_a_learned_two_stage_pipeline_has_its_next_stage_pods_started_ahead_and_
     assert ahead.predicted_without_key == 0
     assert ahead.wait_mean < plain.wait_mean
     waited = sorted(ahead.waits)
-    # build's 2 jobs wait for their boot in every run; test's 6 of the predicted runs wait not at all.
-    assert waited.count(0.0) >= 6 * predicted_runs
+    # build's 2 jobs wait for their boot in every run; test's 6 of the predicted runs wait for no boot,
+    # only for their pod's next poll (a pod started ahead, idle since it registered, polls 0.78 s after
+    # the tick that admits test; a pod build left, 3.187 s after).
+    assert sum(wait < 5.0 for wait in waited) >= 6 * predicted_runs
+    assert sum(wait < 5.0 for wait in sorted(plain.waits)) < 6 * predicted_runs
 
 
 def test_never_more_pods_are_started_ahead_than_the_learned_fan_out_minus_the_pods_that_come_free() -> None:

@@ -67,7 +67,7 @@ def test_a_key_kept_by_a_waiting_job_is_not_also_banked_for_the_warm_pool() -> N
     new pod, the idle pod evicted; the next ping creates a pod for the waiting job and one for the warm
     pool. The simulated server refuses a spent key as gocd/gocd's `AgentRegistrationController.agentRequest`
     does (`EphemeralAutoRegisterKeyService.validateAndRevoke`)."""
-    stack = virtual_stack(boot_delay=5, poll_interval_s=120.0)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=120.0, get_work_interval_s=120.0)
     profile: dict[str, Any] = reuse_profile(stack, MinIdlePods="1")
     idle_pod = run_to_idle(stack, schedule(stack, profile))
     backend = stack.backend
@@ -94,7 +94,9 @@ def test_the_warm_pool_refills_right_after_an_assignment_not_at_the_next_ping() 
     not when the next server-ping comes minutes later."""
     # Agents ask for work every 30 s, so the job's create-agent (GoCD's scheduler looks every 5 s) comes
     # before the idle agent asks: the key is the job's, and banked when the idle pod serves it.
-    stack = virtual_stack(boot_delay=5, ping_interval_s=3600.0, poll_interval_s=30.0)
+    stack = virtual_stack(
+        boot_delay=5, ping_interval_s=3600.0, get_work_delay_s=30.0, get_work_interval_s=30.0
+    )
     profile: dict[str, Any] = reuse_profile(stack, MinIdlePods="1")
     first = schedule(stack, profile, duration=10)
     stack.run_until(lambda: stack.gocd.job(first.job_id).completed_at, 600, "the first job")

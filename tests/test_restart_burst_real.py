@@ -23,7 +23,8 @@ PODS = 20
 def test_a_burst_of_create_agent_just_after_a_restart_reuses_every_idle_pod_and_creates_none(
     make_real_stack: Callable[..., Stack],
 ) -> None:
-    stack = make_real_stack(boot_delay=10.0, poll_interval_s=60.0)  # the burst comes before a poll
+    # The burst comes before a poll: idle agents ask for work every 60 s.
+    stack = make_real_stack(boot_delay=10.0, get_work_delay_s=60.0, get_work_interval_s=60.0)
     cluster = stack.cluster_profile(pending_pods_count=str(PODS), idle_timeout="1h")
     profile = reuse_profile(stack)
     warm_up = [schedule(stack, profile, cluster=cluster, name=f"warm-{n}", duration=60) for n in range(PODS)]

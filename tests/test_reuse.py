@@ -181,7 +181,7 @@ def test_reuse_scope_pipeline_keeps_pods_within_their_pipeline() -> None:
 
 def test_min_idle_pods_keeps_a_warm_pool_past_the_idle_timeout() -> None:
     # Agents poll slowly here, so create-agent reaches the backend before the idle pod takes the job.
-    stack = virtual_stack(boot_delay=5, poll_interval_s=30)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=30, get_work_interval_s=30)
     cluster = stack.cluster_profile(idle_timeout="2m")
     profile = reuse_profile(stack, MinIdlePods="2")
     first = run_to_idle(stack, schedule(stack, profile, cluster=cluster))
@@ -293,7 +293,7 @@ def test_decisions_are_explained_in_the_job_console() -> None:
 
 def test_a_job_whose_idle_pod_went_away_gets_a_pod_at_the_next_ping_not_after_a_resend() -> None:
     # Slow polls: create-agent reaches the backend first and counts on the idle pod.
-    stack = virtual_stack(boot_delay=5, poll_interval_s=45)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=45, get_work_interval_s=45)
     profile = reuse_profile(stack)
     idle_pod = run_to_idle(stack, schedule(stack, profile))
     job = schedule(stack, profile, name="next", duration=600)

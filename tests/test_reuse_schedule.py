@@ -207,7 +207,7 @@ def _warm_pool_at_eleven() -> tuple[VirtualStack, dict[str, str], str]:
     """A stack at 23:00:00 whose 23:00 period wants 3 idle pods, with keys banked since 22:40."""
     # Agents poll slowly, so create-agent reaches the backend before the idle pod takes the job, and its
     # unused key is banked (the schedule wants warm pods in some period, so keys are kept).
-    stack = virtual_stack(boot_delay=5, poll_interval_s=30)
+    stack = virtual_stack(boot_delay=5, get_work_delay_s=30, get_work_interval_s=30)
     cluster = stack.cluster_profile(idle_timeout="1h")
     warm = [{"periods": ["* 23 * * tue"], "MinIdlePods": 3}]
     profile = reuse_profile(stack, ReuseSchedule=text(warm))

@@ -6,7 +6,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -393,24 +392,6 @@ def test_a_busy_workload_keeps_every_invariant(gocd: SimulatedGoCD, plugin: Scri
     assert gocd.invariant_violations() == []
     assert len(plugin.bodies("job-completion")) == 30
     assert max(gocd.wait_times().values()) <= 10
-
-
-def test_an_idle_agent_polls_every_4_to_6_s_while_a_job_of_its_environment_waits(
-    clock: ManualClock, gocd: SimulatedGoCD, plugin: ScriptedPlugin
-) -> None:
-    job = schedule(gocd, "unit")
-    asked_at: list[float] = []
-    plugin.on_request = lambda name, body: (
-        asked_at.append(clock.now()) if name == "should-assign-work" else None
-    )
-    gocd.advance_to(START + 5)
-    gocd.agent_started("pod-1", agent_env(key_for(plugin, job.job_id), "pod-1"))
-    gocd.advance_to(START + 305)
-
-    assert asked_at[0] == START + 5, "a new agent asks for work at once"
-    gaps = [later - earlier for earlier, later in pairwise(asked_at)]
-    assert len(gaps) >= 50 and all(4.0 <= gap <= 6.0 for gap in gaps)
-    assert len(set(gaps)) > 10, "gaps are jittered"
 
 
 def run_busy_workload(seed: int) -> list[tuple[str, dict[str, Any]]]:

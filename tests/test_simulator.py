@@ -21,8 +21,8 @@ from elastic_agent.traces.workload import (
 
 REUSE_2M = Policy("reuse 2m", {"Reuse": "true", "IdleTimeout": "2m"})
 ONE_PER_JOB = Policy("one pod per job", {"Reuse": "false"})
-# Every pod boots in exactly 20 s; agents poll exactly every 5 s.
-FIXED = SimSettings(seed=3, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0), poll_jitter=0.0)
+# Every pod boots in exactly 20 s; agents ask for work with GoCD's back-off, which has no jitter.
+FIXED = SimSettings(seed=3, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0))
 TINY = [
     TraceJob(1.0, "java", None, "api", 30.0),
     TraceJob(2.0, "java", None, "api", 30.0),
@@ -37,19 +37,20 @@ def run(trace: list[TraceJob], policy: Policy, settings: SimSettings = FIXED) ->
 def test_tiny_trace_with_reuse_matches_the_hand_computed_timeline() -> None:
     # t=5: the first scheduler tick sends create-agent for A and B: two jobs wait, so two pods.
     # t=25: both pods registered (20 s boot) and poll at once: A and B run (waits 24 s and 23 s).
-    # t=55: both jobs end, both pods idle. t=100: C arrives; the idle pods' polls fall due at 100 (their
-    # 5 s grid from registration at 25), so C runs at once on the first pod (wait 0) without a new pod.
-    # Pings at 60, 120, 180, 240: the second pod, idle since 55, goes at 180 (125 s > 2m); the first,
-    # idle since 110, at 240 (130 s).
+    # t=55: both jobs end, both pods idle; each asks for work at once, then 1, 1.5, 2.25, 3.375, 5.062,
+    # 7.593 s later, then every 10 s: at 55, 56, 57.5, 59.75, 63.125, 68.187, 75.78, 85.78, 95.78,
+    # 105.78. t=100: C arrives and is admitted at the tick at 100; the first pod takes it at its poll at
+    # 105.78 (wait 5.78) without a new pod. Pings at 60, 120, 180, 240: the second pod, idle since 55,
+    # goes at 180 (125 s > 2m); the first, idle since 115.78, at 240 (124.22 s).
     result = run(TINY, REUSE_2M)
     assert result.violations == [] and result.plugin_errors == []
     assert result.pods_created == 2 and result.completed == 3
-    assert result.waits == pytest.approx([0.0, 23.0, 24.0])
-    assert result.wait_mean == pytest.approx(47 / 3)
+    assert result.waits == pytest.approx([5.78, 23.0, 24.0])
+    assert result.wait_mean == pytest.approx(52.78 / 3)
     assert result.waited_past_resend == 0
     assert result.boot_pod_s == pytest.approx(40.0)
     assert result.busy_pod_s == pytest.approx(30.0 + 30.0 + 10.0)
-    assert result.idle_pod_s == pytest.approx((180 - 55) + (100 - 55) + (240 - 110))
+    assert result.idle_pod_s == pytest.approx((180 - 55) + (105.78 - 55) + (240 - 115.78))
     assert result.peak_pods == 2 and result.pods_left == 0
 
 

@@ -37,7 +37,7 @@ def test_legacy_baseline_starves_jobs_behind_one_idle_pod() -> None:
     # earlier rules create nothing while the idle pod exists, so four jobs wait for re-sends; this
     # project's reuse creates four pods at once.
     trace = [TraceJob(0.0, "java", None, "p", 10.0)] + [TraceJob(60.0, "java", None, "p", 300.0)] * 5
-    settings = SimSettings(seed=1, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0), poll_jitter=0.0)
+    settings = SimSettings(seed=1, boot_median_s=20.0, boot_bounds_s=(20.0, 20.0))
     legacy = Simulation(trace, legacy_policy(), settings).run()
     ours = Simulation(trace, Policy("reuse", {"Reuse": "true"}), settings).run()
     assert legacy.waited_past_resend >= 3 and legacy.wait_max > 120

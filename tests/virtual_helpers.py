@@ -28,7 +28,7 @@ def run_to_idle(stack: VirtualStack, job: Job) -> str:
 
 
 def virtual_stack(boot_delay: float = 5.0, **gocd: Any) -> VirtualStack:
-    """A VirtualStack with GoCDConfig settings given as keywords (poll_interval_s=30, ...)."""
+    """A VirtualStack with GoCDConfig settings given as keywords (get_work_interval_s=30, ...)."""
     return VirtualStack(boot_delay=boot_delay, gocd=GoCDConfig(**{"seed": 1, **gocd}))
 
 

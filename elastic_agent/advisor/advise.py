@@ -412,7 +412,7 @@ def run_advisor(
         "Cost is pod-seconds spent booting or idle per job; wait is from scheduling to assignment. "
         "Each profile was simulated alone with this trace's arrivals (one pod per job: the whole trace at "
         "once, its figures split by profile), pods booting in about "
-        f"{settings.boot_median_s:g} s, agents polling every {settings.poll_interval_s:g} s."
+        f"{settings.boot_median_s:g} s, {settings.polling()}."
     )
     return 0
 

@@ -11,10 +11,12 @@ tests/test_fast_path.py to leave every pod, wait and assignment of the standard 
   nothing and ends with the agent dormant (`_queue_poll`); here the agent is made dormant when its poll
   reaches the head of the queue and nothing of its environments waits. Why that is the same: jobs start
   waiting only at a scheduler tick (`_admit_planned`), which wakes every dormant agent of the job's
-  environment at the first poll time of its grid at or after the tick. The tick comes after the agent's
-  previous poll (that poll was handled at an earlier event), so the first grid time at or after it is
-  the very poll that was dropped, and the agent polls exactly when it would have. Without a tick that
-  admits a job, the dropped poll would have done nothing but make the agent dormant.
+  environment at the first time of its poll schedule at or after the tick (the schedule is a pure
+  function of when the agent's back-off began, gocd_timing.PollBackOff, which a poll without work does
+  not change). The tick comes after the agent's previous poll (that poll was handled at an earlier
+  event), so the first poll time at or after it is the very poll that was dropped, and the agent polls
+  exactly when it would have. Without a tick that admits a job, the dropped poll would have done
+  nothing but make the agent dormant.
 - Scheduler ticks while no job waits or is scheduled are not events. Such a tick admits no job and
   loops over none, so it sends nothing and changes nothing but the time of the next tick. That time is
   caught up in `_add_job` when the first job is scheduled, by the same additions the skipped ticks

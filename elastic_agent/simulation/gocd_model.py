@@ -24,7 +24,6 @@ instead of polling and completing on its own timers is in gocd_agent_side.py.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import heapq
 import random
 import threading
@@ -65,7 +64,7 @@ from elastic_agent.simulation.gocd_registration import (
     registration_answer,
 )
 from elastic_agent.simulation.gocd_server_side import ConsoleKey, ServerSide
-from elastic_agent.simulation.gocd_timing import EPSILON_S, PollGrid, TimedQueue, is_due
+from elastic_agent.simulation.gocd_timing import EPSILON_S, PollBackOff, TimedQueue, is_due
 from elastic_agent.simulation.gocd_transport import PluginTransport
 
 
@@ -92,7 +91,10 @@ class SimulatedGoCD(ServerSide, AgentSide):
         # Latency of the plugin is real elapsed time even when the model runs in virtual time.
         self._stopwatch = stopwatch
         self._key_rng = random.Random(self.config.seed)
-        self._grid = PollGrid.of(self.config.poll_interval_s, self.config.poll_jitter)
+        config = self.config
+        self._backoff = PollBackOff.of(
+            config.get_work_delay_s, config.get_work_multiplier, config.get_work_interval_s
+        )
         self._state_lock = threading.RLock()
         # GoCD assigns work under one server-wide lock: a slow should-assign-work delays every agent.
         self._assignment_lock = threading.Lock()
@@ -242,7 +244,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
 
     def _admit_planned(self, now: float) -> None:
         """The assignment tick loads the scheduled jobs: from now on agents are offered them, and the
-        dormant agents of their environments poll at their next grid time."""
+        dormant agents of their environments poll at their next poll time (their back-off went on)."""
         planned, self._planned = self._planned, {}
         for job in planned.values():
             if job.state is not JobState.SCHEDULED:
@@ -254,7 +256,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
                 if agent is not None and agent.dormant:
                     for environment in agent.environments:
                         self._dormant_by_env.get(environment, set()).discard(agent_id)
-                    self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
+                    self._queue_poll(agent, self._next_poll_time(agent, now, inclusive=True))
 
     def _unwait(self, job: Job) -> None:
         del self._waiting[job.job_id]
@@ -298,9 +300,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
                 return attempt
             self.registrations.append(attempt)
             self.stats.registrations_accepted += 1
-            digest = hashlib.blake2b(f"{self.config.seed}/{agent_id}".encode(), digest_size=8).digest()
-            poll_seed = int.from_bytes(digest, "big")
-            agent = Agent(agent_id, pod_name, plugin_id, environments, now, poll_seed=poll_seed)
+            agent = Agent(agent_id, pod_name, plugin_id, environments, now)
             agent.remote = remote
             self._agents[agent_id] = agent
             self._agent_by_pod[pod_name] = agent_id
@@ -521,7 +521,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
             with self._state_lock:
                 if agent.can_poll and agent_id in self._agents:
                     now = self._clock.now()
-                    self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=False))
+                    self._queue_poll(agent, self._next_poll_time(agent, now, inclusive=False))
 
     def poll_now(self, agent_id: str) -> None:
         """The agent asks for work now, between its polls (an idle agent's poll may come at any moment):
@@ -548,8 +548,8 @@ class SimulatedGoCD(ServerSide, AgentSide):
         agent.dormant, agent.next_poll_at = False, at
         self._polls.push(at, agent.agent_id)
 
-    def _grid_poll_time(self, agent: Agent, after: float, *, inclusive: bool) -> float:
-        return self._grid.next_poll(agent.registered_at, agent.poll_seed, after, inclusive=inclusive)
+    def _next_poll_time(self, agent: Agent, after: float, *, inclusive: bool) -> float:
+        return self._backoff.next_poll(agent.backoff_since, after, inclusive=inclusive)
 
     def _agent_status(self, agent: Agent) -> Any:
         """The agent's part of a should-assign-work body (encoded here; fast_gocd.py keeps the value)."""
@@ -623,7 +623,14 @@ class SimulatedGoCD(ServerSide, AgentSide):
         agent.agent_state, agent.build_state = AgentState.IDLE, BuildState.IDLE
         agent.running_job_id = None
         agent.jobs_run += 1
-        self._queue_poll(agent, self._grid_poll_time(agent, now, inclusive=True))
+        # The agent asks for work again at once, its back-off begun anew (`AgentWorkRetrievalScheduler`
+        # after `WorkAttempt.OK`). That poll is handled at the next step of this instant, after this
+        # job-completion reached the plugin. In GoCD the two race: `reportCompleted` posts the job's
+        # status on `JobStatusTopic`, whose listener sends job-completion, while the agent checks for an
+        # upgrade over HTTP (`AgentController.performWork`) before its next get-work; a plugin that hears
+        # the poll first says no, and the agent asks again 1 s later.
+        agent.backoff_since = now
+        self._queue_poll(agent, now)
         self._finish_assignment(job.job_id, now)
         return wire.job_completion_body(agent.agent_id, *job.profiles(), job.identifier())
 

@@ -113,7 +113,9 @@ class Agent:
     pod_name: str
     plugin_id: str
     environments: frozenset[str]
-    registered_at: float
+    # When its get-work back-off last began: its registration, then the end of each job it ran
+    # (gocd_timing.PollBackOff: its polls are a pure function of this instant).
+    backoff_since: float
     agent_state: AgentState = AgentState.IDLE
     build_state: BuildState = BuildState.IDLE
     config_state: ConfigState = ConfigState.ENABLED
@@ -124,7 +126,6 @@ class Agent:
     # Idle with no job of its environments waiting: its polls would ask nothing, so none are queued
     # until such a job arrives (poll times are a pure function of the agent, so skipping is invisible).
     dormant: bool = False
-    poll_seed: int = 0  # per agent, from the model's seed: the agent's own poll rhythm
     jobs_run: int = 0
     # A process of its own that talks to the agent API over HTTP (gocd_agent_api.py): it asks for work
     # itself, reports its jobs' completion and pings; the model neither polls nor completes for it.
@@ -214,8 +215,12 @@ class GoCDConfig:
     scheduler_interval_s: float = 5.0
     job_starvation_timeout_s: float = 120.0
     key_ttl_s: float = 30 * 60.0
-    poll_interval_s: float = 5.0
-    poll_jitter: float = 0.2  # each poll gap is poll_interval_s times 1 +/- this
+    # An idle agent's get-work back-off (gocd/gocd agent.properties, gocd_timing.PollBackOff): the first
+    # wait, its growth after each poll without work, and the longest wait. A fixed interval X is
+    # get_work_delay_s = get_work_interval_s = X.
+    get_work_delay_s: float = 1.0  # agent.get.work.delay
+    get_work_multiplier: float = 1.5  # agent.get.work.backOffMultiplier
+    get_work_interval_s: float = 10.0  # agent.get.work.interval
     ping_interval_s: float = 60.0
     lost_contact_after_s: float = 300.0
     immediate_lost_contact: bool = False

@@ -1,9 +1,10 @@
-"""When things happen in the simulated GoCD server: timed queues of (time, subject), and each agent's
-poll rhythm. Bookkeeping only; the GoCD rules are in gocd_model.py."""
+"""When things happen in the simulated GoCD server: timed queues of (time, subject), and when each idle
+agent asks for work (its get-work back-off). Bookkeeping only; the GoCD rules are in gocd_model.py."""
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,21 +12,11 @@ from typing import Generic, TypeVar
 
 # Float time sums (origin + n * interval) can land a hair before the instant they were aimed at.
 EPSILON_S = 1e-6
-_MASK64 = (1 << 64) - 1
 Subject = TypeVar("Subject", str, int)
 
 
 def is_due(at: float, now: float) -> bool:
     return at <= now + EPSILON_S
-
-
-def mix64(value: int) -> int:
-    """SplitMix64's finaliser: a cheap, well-spread hash of an integer (poll jitter is computed per
-    poll, millions of times in a long virtual-time run)."""
-    value = (value + 0x9E3779B97F4A7C15) & _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return value ^ (value >> 31)
 
 
 class TimedQueue(Generic[Subject]):
@@ -59,29 +50,76 @@ class TimedQueue(Generic[Subject]):
 
 
 @dataclass(frozen=True)
-class PollGrid:
-    """When idle agents poll for work. Poll k of an agent comes at registration + (k + offset_k) *
-    interval, offset_k a deterministic draw in +/- jitter / 2 from the agent's seed: gaps vary by up to
-    `jitter` intervals, and any poll time is computed without replaying the polls before it."""
+class PollBackOff:
+    """When an idle agent asks the server for work, as gocd/gocd's agent does it.
 
-    interval_s: float
-    jitter: float
+    `AgentWorkRetrievalScheduler.run` (agent/src/main/java/com/thoughtworks/go/agent) loops: get work;
+    if the attempt was a job (`WorkAttempt.OK`: `BuildWork`, whatever its result) it restarts its
+    `BackOffExecution` and asks again at once; otherwise (`NOTHING_TO_DO`: no work or denied work;
+    `FAILED`: unregistered, or an exception) it sleeps the execution's `nextBackOff()` and asks again,
+    the back-off going on growing. The first get-work comes at once: the loop starts with it, and the
+    registration before it (`SslInfrastructureService.registerIfNecessary`) returns only once registered.
+    The back-off is Spring's `ExponentialBackOff` (spring-core 4.3.30, gocd/gocd build.gradle; wired in
+    agent/src/main/resources/applicationContext.xml from agent.properties: `agent.get.work.delay` 1000 ms
+    initial, `agent.get.work.backOffMultiplier` 1.5, `agent.get.work.interval` 10000 ms at most). Its
+    execution works in whole milliseconds: the first delay is min(initial, max), each next one
+    `(long) (previous * multiplier)` capped at max (so 1000, 1500, 2250, 3375, 5062, 7593, 10000, 10000
+    ... ms). No jitter (Spring's `jitter` came in 7.0, and is 0 by default there too), and the default
+    maximum elapsed time is unlimited, so it never stops. Any setting is a system property first
+    (`systemPropertiesMode` 2 in that file).
+
+    So an agent's polls are a pure function of the instant its back-off last began (`since`: its
+    registration, or the end of its last job): since + 0, + 1, + 2.5, + 4.75, ... s, then every 10 s. Any
+    poll time is computed without replaying the polls before it, and skipping the polls that would ask
+    nothing (fast_gocd.py) cannot move the later ones. The time an agent spends in the get-work request
+    itself is not added (the model's polls take no virtual time)."""
+
+    offsets_s: tuple[float, ...]  # from `since`, the polls before the delays reach the maximum
+    max_s: float
 
     @classmethod
-    def of(cls, interval_s: float, jitter: float) -> PollGrid:
-        return cls(interval_s, min(max(jitter, 0.0), 0.99))  # from 1 on, polls could change order
+    def of(cls, delay_s: float, multiplier: float, interval_s: float) -> PollBackOff:
+        """`agent.get.work.delay`, `agent.get.work.backOffMultiplier`, `agent.get.work.interval`."""
+        delay_ms, max_ms = round(delay_s * 1000), round(interval_s * 1000)
+        if delay_ms < 1 or max_ms < 1:
+            raise ValueError(
+                f"the get-work delay ({delay_s} s) and interval ({interval_s} s) must be at least 1 ms"
+            )
+        if multiplier < 1:
+            raise ValueError(f"the get-work back-off multiplier ({multiplier}) must be at least 1")
+        offsets_ms = [0]
+        delay = min(delay_ms, max_ms)
+        while delay < max_ms:
+            offsets_ms.append(offsets_ms[-1] + delay)
+            grown = min(int(delay * multiplier), max_ms)
+            if grown == delay:  # a multiplier too close to 1 to grow a whole millisecond: fixed from here
+                break
+            delay = grown
+        offsets_ms.append(offsets_ms[-1] + delay)
+        return cls(tuple(ms / 1000 for ms in offsets_ms), delay / 1000)
 
-    def offset(self, seed: int, k: int) -> float:
-        return (mix64(seed + k) / 2**64 - 0.5) * self.jitter
+    def delays_s(self, count: int) -> list[float]:
+        """The first `count` sleeps between polls (for tests and documents)."""
+        times = [self.offsets_s[k] if k < len(self.offsets_s) else self._tail(k) for k in range(count + 1)]
+        return [round(later - earlier, 6) for earlier, later in itertools.pairwise(times)]
 
-    def next_poll(self, registered_at: float, seed: int, after: float, *, inclusive: bool) -> float:
-        """The first poll after `after` (or at it, with `inclusive`)."""
-        interval = self.interval_s
-        # Poll k comes no later than registration + (k + jitter / 2) * interval, so every k below this
-        # one is too early: start there (usually the first try is the one).
-        k = max(1, math.ceil((after - registered_at) / interval - self.jitter / 2 - 1e-6))
+    def _tail(self, k: int) -> float:
+        last = len(self.offsets_s) - 1
+        return self.offsets_s[last] + (k - last) * self.max_s
+
+    def next_poll(self, since: float, after: float, *, inclusive: bool) -> float:
+        """The first poll after `after` (or at it, with `inclusive`) of an agent whose back-off began at
+        `since`."""
+        offsets = self.offsets_s
+        for offset in offsets:
+            at = since + offset
+            if at > after + EPSILON_S or (inclusive and at >= after - EPSILON_S):
+                return at
+        # Every 10 s from the last offset on: start at the first step that can be late enough.
+        last = offsets[-1]
+        k = max(1, math.floor((after - since - last) / self.max_s))
         while True:
-            at = registered_at + (k + self.offset(seed, k)) * interval
+            at = since + last + k * self.max_s
             if at > after + EPSILON_S or (inclusive and at >= after - EPSILON_S):
                 return at
             k += 1

@@ -8,9 +8,12 @@ next while the pod is reused. It never exits after a job. Modelled on gocd/gocd'
 `SslInfrastructureService.register` with `TokenRequester.getToken` (GET /admin/agent/token, then POST
 /admin/agent, retried every 5 s while refused: a refused key stays refused, so such an agent never gets
 work), `AgentHTTPClientController` (get_cookie before the first get_work; ping on its own schedule),
-`AgentWorkRetrievalScheduler` (after a job, ask again at once; after no work, back off from
-`agent.get.work.delay` 1 s by 1.5x up to `agent.get.work.interval` 10 s), `agent.ping.interval` 5 s after
-an initial 1.5 s, and `RemotingClient` (POST /remoting/api/agent/<action>, headers X-Agent-GUID and
+`AgentWorkRetrievalScheduler` (the first get-work at once after registering; after a job, whatever its
+result, ask again at once and begin the back-off anew; after no work or a failed attempt, wait the next
+back-off: Spring's `ExponentialBackOff` from `agent.get.work.delay` 1 s, times
+`agent.get.work.backOffMultiplier` 1.5 in whole milliseconds, up to `agent.get.work.interval` 10 s, with no
+jitter: 1, 1.5, 2.25, 3.375, 5.062, 7.593, then 10 s; `WorkBackOff`), `agent.ping.interval` 5 s after an
+initial 1.5 s, and `RemotingClient` (POST /remoting/api/agent/<action>, headers X-Agent-GUID and
 Authorization). A job is reported as `BuildWork.doWork` does: Preparing, Building, completing, then
 completed with Passed or Failed, unless `is_ignored` says the server cancelled or rescheduled it; a ping
 answered CANCEL (the server no longer has the agent building) ends the job's tasks at once.
@@ -19,9 +22,11 @@ It runs in the agent image with Debian's python3 and nothing else, so it imports
 and nothing of this project. STANDIN_SERVER_URL, when set, is where it reaches the server instead of
 GO_EA_SERVER_URL: pods on loopback (host network) reach the simulated server at 127.0.0.1, which the
 plugin's go_server_url may not name; an elastic profile's Environment can set it. The intervals can be
-shortened for tests with STANDIN_PING_S, STANDIN_WORK_DELAY_S, STANDIN_WORK_INTERVAL_S and
-STANDIN_REGISTER_RETRY_S. STANDIN_EXIT_AT_START=<code> makes it exit at once with that code, before it
-registers: an agent image that is broken, as a wrong entrypoint or a missing Java would make one.
+shortened for tests with STANDIN_PING_S, STANDIN_WORK_DELAY_S, STANDIN_WORK_MULTIPLIER,
+STANDIN_WORK_INTERVAL_S and STANDIN_REGISTER_RETRY_S (a setting that is not a number, or a back-off that
+cannot grow, stops it at once with exit code 2 and a sentence). STANDIN_EXIT_AT_START=<code> makes it exit
+at once with that code, before it registers: an agent image that is broken, as a wrong entrypoint or a
+missing Java would make one.
 
 A job's work is a sleep and an exit code (gocd_agent_api.py); the agent prints one line per job to
 stdout. On SIGTERM it stops at once: a running job is abandoned unreported, as a real agent's JVM exits on
@@ -73,6 +78,7 @@ class Settings:
     elastic_plugin_id: str
     ping_s: float
     work_delay_s: float
+    work_multiplier: float
     work_interval_s: float
     register_retry_s: float
 
@@ -86,9 +92,39 @@ class Settings:
             elastic_plugin_id=env.get("GO_EA_AUTO_REGISTER_ELASTIC_PLUGIN_ID", ""),
             ping_s=float(env.get("STANDIN_PING_S", "5")),
             work_delay_s=float(env.get("STANDIN_WORK_DELAY_S", "1")),
+            work_multiplier=float(env.get("STANDIN_WORK_MULTIPLIER", "1.5")),
             work_interval_s=float(env.get("STANDIN_WORK_INTERVAL_S", "10")),
             register_retry_s=float(env.get("STANDIN_REGISTER_RETRY_S", "5")),
         )
+
+
+class WorkBackOff:
+    """The waits between get-work attempts that bring no job, as Spring's `ExponentialBackOff` execution
+    (spring-core 4.3, which gocd/gocd's agent uses) computes them: in whole milliseconds, the first
+    min(delay, interval), each next one `(long) (previous * multiplier)` up to the interval, then the
+    interval for ever (no maximum elapsed time). `restart` is `BackOff.start()` after a job."""
+
+    def __init__(self, delay_s: float, multiplier: float, interval_s: float) -> None:
+        self._delay_ms, self._max_ms = round(delay_s * 1000), round(interval_s * 1000)
+        if self._delay_ms < 1 or self._max_ms < 1 or not multiplier >= 1:
+            raise ValueError(
+                f"the work back-off needs a delay and an interval of at least 1 ms and a multiplier of at "
+                f"least 1 (got {delay_s} s, {interval_s} s, {multiplier})"
+            )
+        self._multiplier = multiplier
+        self._current_ms = -1
+
+    def restart(self) -> None:
+        self._current_ms = -1
+
+    def next_s(self) -> float:
+        current, ceiling = self._current_ms, self._max_ms
+        if current < 0:
+            current = min(self._delay_ms, ceiling)
+        elif current < ceiling:
+            current = min(int(current * self._multiplier), ceiling)
+        self._current_ms = current
+        return current / 1000
 
 
 class Agent:
@@ -199,7 +235,8 @@ class Agent:
             self.stop.wait(self.settings.ping_s)
 
     def work_loop(self) -> None:
-        backoff = self.settings.work_delay_s
+        settings = self.settings
+        backoff = WorkBackOff(settings.work_delay_s, settings.work_multiplier, settings.work_interval_s)
         while not self.stop.is_set():
             try:
                 if self.cookie is None:
@@ -213,10 +250,9 @@ class Agent:
                     self.run_job(work["assignment"])
                 except (Refused, OSError, ValueError, KeyError) as error:
                     log(f"job failed to run or report: {type(error).__name__}: {error}")
-                backoff = self.settings.work_delay_s  # after a job, ask again at once
+                backoff.restart()  # after a job, ask again at once (`BuildWork` swallows its failures)
                 continue
-            self.stop.wait(backoff)
-            backoff = min(backoff * 1.5, self.settings.work_interval_s)
+            self.stop.wait(backoff.next_s())
 
     def run(self) -> None:
         """Register, then ping and work until stopped."""
@@ -290,7 +326,12 @@ def main() -> int:
     if broken:
         log(f"told to exit at start with code {broken}")
         return int(broken)
-    settings = Settings.from_env(dict(os.environ))
+    try:
+        settings = Settings.from_env(dict(os.environ))
+        WorkBackOff(settings.work_delay_s, settings.work_multiplier, settings.work_interval_s)
+    except ValueError as error:
+        log(f"a setting is not usable: {error}")
+        return 2
     if not settings.server_url.endswith("/go"):
         log("GO_EA_SERVER_URL must be the server's URL ending in /go")
         return 2

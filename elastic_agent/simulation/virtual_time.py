@@ -80,8 +80,10 @@ class SimSettings:
     boot_median_s: float = 25.0  # pod boot (schedule, pull, JVM, register): lognormal around this
     boot_sigma: float = 0.3
     boot_bounds_s: tuple[float, float] = (5.0, 180.0)
-    poll_interval_s: float = 5.0
-    poll_jitter: float = 0.2
+    # An idle agent's get-work back-off: GoCD's agent.properties (GoCDConfig's get_work_* fields).
+    get_work_delay_s: float = 1.0
+    get_work_multiplier: float = 1.5
+    get_work_interval_s: float = 10.0
     resend_s: float = 120.0  # GoCD's jobStarvationTimeout: create-agent re-sent to a waiting job
     ping_s: float = 60.0
     scheduler_s: float = 5.0
@@ -98,12 +100,20 @@ class SimSettings:
     # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
     judged_from_s: float = 0.0
 
+    def polling(self) -> str:
+        """How idle agents ask for work, in words for reports."""
+        return (
+            f"idle agents ask for work at once after a job, then after {self.get_work_delay_s:g} s, "
+            f"{self.get_work_multiplier:g}x longer each time up to {self.get_work_interval_s:g} s"
+        )
+
     def gocd_config(self) -> GoCDConfig:
         return GoCDConfig(
             scheduler_interval_s=self.scheduler_s,
             job_starvation_timeout_s=self.resend_s,
-            poll_interval_s=self.poll_interval_s,
-            poll_jitter=self.poll_jitter,
+            get_work_delay_s=self.get_work_delay_s,
+            get_work_multiplier=self.get_work_multiplier,
+            get_work_interval_s=self.get_work_interval_s,
             ping_interval_s=self.ping_s,
             seed=self.seed,
         )
