@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from elastic_agent.advisor.advise import run_advisor
+from elastic_agent.advisor.whole_trace import Request, run_advisor
 from elastic_agent.traces.workload import (
     DEFAULT_ORIGIN,
     WeekShape,
@@ -64,12 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         started, cpu_started = time.perf_counter(), _cpu_s()
         status = run_advisor(
             str(path),
+            Request(p95_target=P95_TARGET_S, exhaustive=args.exhaustive),
             workers=args.workers,
             out=report.append,
             progress=_printing(runs),
             seed=args.seed,
-            p95_target=P95_TARGET_S,
-            exhaustive=args.exhaustive,
         )
         wall, cpu = time.perf_counter() - started, _cpu_s() - cpu_started
     load_after = os.getloadavg()

@@ -4,6 +4,7 @@ prediction with a schedule, in virtual time, on the same trace and in the same r
     python -m benchmarks.prediction_compare --trace pipelines   # results/prediction_compare_pipelines.*
     python -m benchmarks.prediction_compare --trace standard    # results/prediction_compare_standard.*
     python -m benchmarks.prediction_compare --quick             # both, small: a smoke run
+    python -m benchmarks.prediction_compare --server both       # also on a tuned GoCD server (*_tuned.*)
 
 Traces: `pipelines` is a pipeline-shaped working week (traces/pipelines.py, `PipelineSpec` with
 `--commits-per-hour`), `standard` the standard trace of benchmarks/compare.py (`WorkloadSpec(jobs=20000,
@@ -19,9 +20,18 @@ starts the next stage's pods ahead with banked registration keys. Its rows repor
 pods a prediction wanted but had no key for, and hits (started ahead and given a job of the stage they
 were started for).
 
+The GoCD server (`--server`): GoCD's defaults (assignment tick 5 s, registration keys valid 30 minutes)
+or a tuned one (tick 1 s, keys 12 hours; docs/install.md, "A GoCD server tuned for reuse"), the cluster
+profile's auto_register_key_expiry following it. The floor is a warm pool that never runs dry
+(IdleTimeout 24h, MinIdlePods 40 on every profile): no plugin does better on that server, since a job
+still waits for the tick and for an idle agent's next poll. Each row is also reported for Monday's first
+office hour alone (08:00 to 09:00, when the hourly smoke run starts and the morning ramp is half way),
+after the trace's quiet night.
+
 The targets prediction is judged against are reported, not asserted: on the pipeline trace p95 at most
-10 s and mean at most 2 s at idle pod-seconds per job no higher than flat IdleTimeout 10m's, no
-registration refused; on the standard trace prediction no worse than the same setting without it.
+max(10 s, the floor's p95 + 3 s) and mean at most the floor's mean + 1.5 s, at idle pod-seconds per job
+no higher than flat IdleTimeout 10m's on the same server, no registration refused; on the standard
+trace prediction no worse than the same setting without it.
 Simulated figures are fixed by the seed; the CPU time the simulations took (all worker processes) and
 the load average are printed beside.
 """
@@ -40,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.schedule_compare import schedule_policy
+from elastic_agent.advisor.together import GOCD_DEFAULTS, TUNED
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
@@ -51,7 +62,10 @@ FLAT = ("2m", "10m", "30m", "60m")
 REFERENCE = "flat IdleTimeout 10m"
 SCHEDULE_VALUES = ("10m", "60m", 0.5)  # plain IdleTimeout, busy IdleTimeout, warm pool quantile
 PREDICT_IDLE = ("2m", "10m")
-P95_TARGET_S, MEAN_TARGET_S = 10.0, 2.0
+P95_TARGET_S, P95_OVER_FLOOR_S, MEAN_OVER_FLOOR_S = 10.0, 3.0, 1.5
+FLOOR = "floor: a warm pool that never runs dry"
+FIRST_HOUR = (8 * 3600.0, 9 * 3600.0)  # Monday 08:00 to 09:00, from the trace's time 0 (a Monday 00:00)
+SERVERS = {"default": GOCD_DEFAULTS, "tuned": TUNED}
 
 
 @dataclass(frozen=True)
@@ -106,35 +120,46 @@ def policies(case: Case, settings: SimSettings, learn_days: float) -> tuple[list
     ]
     predicted = {name: {**props, "Predict": "true"} for name, props in per_profile.items()}
     rows.append(Policy(f"prediction + {schedule.name}", {"Reuse": "true"}, per_profile=predicted))
+    rows.append(Policy(FLOOR, {"Reuse": "true", "IdleTimeout": "24h", "MinIdlePods": "40"}))
     return rows, where
 
 
 def table(results: Sequence[PolicyResult]) -> list[str]:
     lines = [
         "| policy | pods/job | mean wait | p95 wait | idle pod-s/job | registrations refused | "
-        "predicted pods started | predicted pods without a key | hits |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "predicted pods started | predicted pods without a key | hits | Monday 08-09: jobs, mean, p95 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
+        first = r.within(*FIRST_HOUR)
         lines.append(
             f"| {r.policy} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
             f"{r.idle_pod_s_per_job:.0f} | {r.registrations_refused} | {r.predicted_started} | "
-            f"{r.predicted_without_key} | {r.predicted_hits} |"
+            f"{r.predicted_without_key} | {r.predicted_hits} | "
+            f"{first.jobs}, {first.wait_mean:.1f} s, {first.wait_p95:.1f} s |"
         )
     return lines
 
 
 def verdicts(case: Case, results: Sequence[PolicyResult]) -> list[str]:
     by_name = {r.policy: r for r in results}
-    reference = by_name[REFERENCE]
+    reference, floor = by_name[REFERENCE], by_name[FLOOR]
+    p95_target = max(P95_TARGET_S, floor.wait_p95 + P95_OVER_FLOOR_S)
+    mean_target = floor.wait_mean + MEAN_OVER_FLOOR_S
     lines = []
     for r in results:
         if not r.policy.startswith("prediction"):
             continue
         if case.key == "pipelines":
             checks = [
-                (f"p95 {r.wait_p95:.1f} s <= {P95_TARGET_S:g} s", r.wait_p95 <= P95_TARGET_S),
-                (f"mean {r.wait_mean:.1f} s <= {MEAN_TARGET_S:g} s", r.wait_mean <= MEAN_TARGET_S),
+                (
+                    f"p95 {r.wait_p95:.1f} s <= {p95_target:.1f} s (max of 10 s and the floor's + 3 s)",
+                    r.wait_p95 <= p95_target,
+                ),
+                (
+                    f"mean {r.wait_mean:.1f} s <= {mean_target:.1f} s (the floor's + 1.5 s)",
+                    r.wait_mean <= mean_target,
+                ),
                 (
                     f"idle {r.idle_pod_s_per_job:.0f} <= flat 10m's "
                     f"{reference.idle_pod_s_per_job:.0f} pod-s/job",
@@ -155,6 +180,20 @@ def verdicts(case: Case, results: Sequence[PolicyResult]) -> list[str]:
     return lines
 
 
+def beside(default: Sequence[PolicyResult], tuned: Sequence[PolicyResult]) -> list[str]:
+    """The two servers' rows side by side: mean, p95 and idle pod-seconds per job."""
+    lines = [
+        "| policy | default: mean / p95 / idle | tuned: mean / p95 / idle |",
+        "|---|---:|---:|",
+    ]
+    for a, b in zip(default, tuned, strict=True):
+        lines.append(
+            f"| {a.policy} | {a.wait_mean:.1f} s / {a.wait_p95:.1f} s / {a.idle_pod_s_per_job:.0f} | "
+            f"{b.wait_mean:.1f} s / {b.wait_p95:.1f} s / {b.idle_pod_s_per_job:.0f} |"
+        )
+    return lines
+
+
 def _without_prediction(name: str, by_name: dict[str, PolicyResult]) -> PolicyResult:
     if name.startswith("prediction + "):
         return by_name[name.removeprefix("prediction + ")]
@@ -172,6 +211,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pending-pods", type=int, default=1000, help="pending_pods_count (as compare.py)")
     parser.add_argument("--workers", type=int, default=2, help="simulations side by side (default 2)")
     parser.add_argument("--quick", action="store_true", help="small traces: a smoke run")
+    parser.add_argument(
+        "--server",
+        choices=("default", "tuned", "both"),
+        default="default",
+        help="GoCD's defaults (tick 5s, keys 30m), a tuned server (tick 1s, keys 12h), or both",
+    )
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -183,9 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv if argv is not None else sys.argv[1:]
     )
     which = ("pipelines", "standard") if args.trace == "both" else (args.trace,)
+    servers = ("default", "tuned") if args.server == "both" else (args.server,)
     for case in cases(which, args.quick, args.seed, args.commits_per_hour):
         rows, where = policies(case, settings, args.learn_days)
-        print(f"{case.key}: {describe(case.jobs)}; {len(rows)} policies", flush=True)
+        print(f"{case.key}: {describe(case.jobs)}; {len(rows)} policies x {len(servers)} servers", flush=True)
         load_before = os.getloadavg()
         cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
@@ -196,46 +242,55 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
 
-        results = simulate_all([(case.jobs, p, settings) for p in rows], args.workers, done)
+        runs = [(case.jobs, p, SERVERS[name].settings(settings)) for name in servers for p in rows]
+        every = simulate_all(runs, args.workers, done)
         cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_s = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
         wall_s = time.perf_counter() - started
         load_after = os.getloadavg()
         cost = (
-            f"{len(rows)} simulations (the advisor's fast path), {args.workers} worker processes: "
+            f"{len(runs)} simulations (the advisor's fast path), {args.workers} worker processes: "
             f"{cpu_s:.0f} s of CPU in all, {wall_s:.0f} s wall; load average {load_before[0]:.2f} before, "
             f"{load_after[0]:.2f} after."
         )
-        text = "\n".join(
-            [
-                f"Command: `{command}`",
-                "",
-                f"### {case.key} trace: {describe(case.jobs)}",
-                "",
-                f"`{case.hint}`, seed {args.seed}; the schedule {where}.",
-                "",
-                *table(results),
-                "",
-                *verdicts(case, results),
-                "",
-                cost,
-                "",
-            ]
-        )
-        payload = {
-            "command": command,
-            "trace": describe(case.jobs),
-            "schedule": where,
-            "cpu_s": cpu_s,
-            "wall_s": wall_s,
-            "load_before": load_before,
-            "load_after": load_after,
-            "results": [r.numbers() for r in results],
-        }
-        name = f"prediction_compare_{case.key}{'_quick' if args.quick else ''}"
-        (out / f"{name}.md").write_text(text, encoding="utf-8")
-        (out / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-        print(text, flush=True)
+        by_server = {name: every[k * len(rows) : (k + 1) * len(rows)] for k, name in enumerate(servers)}
+        for name, results in by_server.items():
+            server = SERVERS[name]
+            heading = f"### {case.key} trace, {name} GoCD server ({server.describe()}): {describe(case.jobs)}"
+            text = "\n".join(
+                [
+                    f"Command: `{command}`",
+                    "",
+                    heading,
+                    "",
+                    f"`{case.hint}`, seed {args.seed}; the schedule {where}.",
+                    "",
+                    *table(results),
+                    "",
+                    *verdicts(case, results),
+                    "",
+                    cost,
+                    "",
+                ]
+            )
+            payload = {
+                "command": command,
+                "trace": describe(case.jobs),
+                "server": vars(server),
+                "schedule": where,
+                "cpu_s": cpu_s,
+                "wall_s": wall_s,
+                "load_before": load_before,
+                "load_after": load_after,
+                "results": [r.numbers() | {"monday_08_09": vars(r.within(*FIRST_HOUR))} for r in results],
+            }
+            tuned = "_tuned" if name == "tuned" else ""
+            stem = f"prediction_compare_{case.key}{tuned}{'_quick' if args.quick else ''}"
+            (out / f"{stem}.md").write_text(text, encoding="utf-8")
+            (out / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+            print(text, flush=True)
+        if len(by_server) == 2:
+            print("\n".join(beside(by_server["default"], by_server["tuned"])), flush=True)
     return 0
 
 

@@ -1,38 +1,33 @@
-"""`python -m elastic_agent advise TRACE`: which IdleTimeout and MinIdlePods, or which `ReuseSchedule`,
-to give each profile.
+"""One profile's advice: which IdleTimeout and MinIdlePods, or which `ReuseSchedule`, to give it.
 
-For every profile of the trace, its jobs are replayed in the virtual-time simulator (profiles never share
-pods, so each is simulated on its own) once with one pod per job (the baseline), once per flat candidate
-(IdleTimeout x MinIdlePods, day and night) and once per schedule candidate (schedule_advice.py: warm pods
-and a longer IdleTimeout in the hours where demand is high, the cheap values outside). The simulator's
-clock starts at the trace's origin, so the schedules' cron periods fall on the trace's hours. Each
-candidate costs pod-seconds beyond the jobs (idle plus boot) and buys wait. The frontier is the
-candidates no other candidate beats on both; the recommendation is the cheapest candidate whose mean
-wait is at most `target` times the baseline's, whose p95 wait is at most `p95_target` (when given) and
-under which no job waits past the create-agent re-send period; else the candidate with the shortest
-wait (p95 when a p95 target is given, else mean). The best single setting is chosen by the same rule
-among the flat candidates alone, and the two are shown side by side. Schedules are proposed from the
-trace's first days and every candidate is judged on the remaining ones (holdout.py).
-
-The advisor's one module that imports the simulator; `command.py` imports it only when `advise` runs,
-so that building the command line (for `serve` too) loads no simulation module.
+Its jobs are replayed in the virtual-time simulator once with one pod per job (the baseline), once per
+flat candidate (IdleTimeout x MinIdlePods, day and night) and once per schedule candidate
+(schedule_advice.py: warm pods and a longer IdleTimeout in the hours where demand is high, the cheap
+values outside) and `Predict` candidate. A candidate that shares nothing with other profiles runs on the
+profile's jobs alone; one that draws on what one backend shares (banked keys, predictions) is read from a
+run of the whole installation when the caller gives `shared` (installation.py). The simulator's clock
+starts at the trace's origin, so the schedules' cron periods fall on the trace's hours. Each candidate
+costs pod-seconds beyond the jobs (idle plus boot) and buys wait. The frontier is the candidates no
+other candidate beats on both; the recommendation is the cheapest candidate whose mean wait is at most
+`target` times the baseline's, whose p95 wait is at most `p95_target` (when given) and under which no
+job waits past the create-agent re-send period; else the candidate with the shortest wait (p95 when a
+p95 target is given, else mean). The best single setting is chosen by the same rule among the flat
+candidates alone, and the two are shown side by side. Schedules are proposed from the trace's first days
+and every candidate is judged on the remaining ones (holdout.py).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from elastic_agent.advisor.holdout import split_trace
+from elastic_agent.advisor.installation import shares_state
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.search import SearchOutcome, search_flat
-from elastic_agent.progress import Progress, progress_bar
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate, simulate_by_profile
+from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate
 from elastic_agent.traces.measures import PolicyResult
-from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal, analyse, propose
-from elastic_agent.traces.workload import TraceJob, describe, read_trace
+from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal
+from elastic_agent.traces.workload import TraceJob
 from profiles.quantities import parse_duration
 
 DEFAULT_IDLE_TIMEOUTS = ("2m", "5m", "10m", "20m")
@@ -123,6 +118,8 @@ def choose(
 
 
 BASELINE = Policy("one pod per job", {"Reuse": "false"})
+# A candidate's figures for one profile, from a run of the whole installation (installation.py).
+Shared = Callable[[str, Mapping[str, str], ScheduleProposal | None], Callable[[], PolicyResult]]
 
 
 def flat_rows(idle_timeouts: Sequence[str], min_idle: Sequence[int]) -> list[list[str]]:
@@ -159,10 +156,13 @@ def advise_profile(
     runner: Runner | None = None,
     exhaustive: bool = False,
     extra: Sequence[tuple[str, Mapping[str, str]]] = (),
+    shared: Shared | None = None,
 ) -> ProfileAdvice:
     """One profile's advice. `baseline`: gives its one-pod-per-job figures, waiting for them if they are
     under way (else they are run here on its jobs alone); `exhaustive`: run every flat candidate rather
-    than search.py's few; `extra`: more candidates, always run as schedules are (prediction_candidates)."""
+    than search.py's few; `extra`: more candidates, always run as schedules are (prediction_candidates);
+    `shared`: gives the figures of a candidate that draws on what one backend shares between profiles
+    (installation.py) from a run of the whole installation, instead of a run of this profile alone."""
     own = runner is None
     if runner is None:
         runner = Runner(workers, _reporting(profile, progress))
@@ -176,13 +176,19 @@ def advise_profile(
         others: list[tuple[str, dict[str, str], ScheduleProposal | None]]
         others = [(s.label, s.properties(), s) for s in schedules]
         others += [(label, dict(properties), None) for label, properties in extra]
+        def submit(
+            label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None = None
+        ) -> Callable[[], PolicyResult]:
+            if shared is not None and shares_state(properties):
+                return shared(label, properties, schedule)
+            return runner.submit(simulate, (jobs, Policy(label, properties), settings)).result
+
         # Candidates with no exact bound on their cost are always run, side by side with the search.
-        other_runs = [runner.submit(simulate, (jobs, Policy(label, k), settings)) for label, k, _ in others]
+        other_runs = [submit(label, k, schedule) for label, k, schedule in others]
 
         def run(labels: Sequence[str]) -> dict[str, PolicyResult]:
-            runs = [(jobs, Policy(label, knobs[label]), settings) for label in labels]
-            done = runner.run_all(simulate, runs)
-            return dict(zip(labels, done, strict=True))
+            started = [submit(label, knobs[label]) for label in labels]
+            return {label: result() for label, result in zip(labels, started, strict=True)}
 
         if exhaustive:
             found = SearchOutcome(run(list(knobs)), {})
@@ -193,8 +199,8 @@ def advise_profile(
             Candidate(label, knobs[label], found.results[label]) for label in knobs if label in found.results
         ]
         candidates = flat + [
-            Candidate(label, k, future.result(), schedule)
-            for (label, k, schedule), future in zip(others, other_runs, strict=True)
+            Candidate(label, k, result(), schedule)
+            for (label, k, schedule), result in zip(others, other_runs, strict=True)
         ]
         baseline_result = base()
     finally:
@@ -322,126 +328,3 @@ def prediction_candidates(
         (f"Predict=true IdleTimeout={t}", {"Reuse": "true", "Predict": "true", "IdleTimeout": t})
         for t in cheapest
     ]
-
-
-def run_advisor(
-    trace_path: str,
-    *,
-    idle_timeouts: Sequence[str] = DEFAULT_IDLE_TIMEOUTS,
-    min_idle: Sequence[int] = DEFAULT_MIN_IDLE,
-    target: float = 0.2,
-    p95_target: float | None = None,
-    schedules: ScheduleOptions = ScheduleOptions(),
-    seed: int = 1,
-    pending_pods: int = 100,
-    max_jobs: int | None = None,
-    out: Callable[[str], None] = print,
-    workers: int = 1,
-    progress: Callable[[str], None] | None = None,
-    learn_days: int | None = None,
-    exhaustive: bool = False,
-    bar: bool = False,
-    prediction: bool = True,
-) -> int:
-    """`bar`: a progress bar on stderr (tqdm), counting simulations."""
-    trace = read_trace(trace_path)
-    jobs_all = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
-    if not jobs_all:
-        out("the trace has no jobs")
-        return 1
-    assumed = "" if trace.origin_given else " (the trace gives none: assumed)"
-    out(f"# Advice for {trace_path}\n\n{describe(jobs_all)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
-    # The fast path (simulation/fast_plugin.py): the same pods, waits and assignments as the benchmarks'
-    # full path, for less work (tests/test_fast_path.py).
-    split = split_trace(jobs_all, trace.origin, schedules.timezone, learn_days)
-    out(split.describe(jobs_all) + "\n")
-    settings = SimSettings(
-        seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
-    )
-    by_profile: dict[str, list[TraceJob]] = {}
-    for job in jobs_all:
-        by_profile.setdefault(job.profile, []).append(job)
-    profiles = sorted(by_profile)
-    # Schedules learn on the learning days only; every candidate is judged on the rest (holdout.py).
-    proposals = {
-        p: _schedules(split.learning(by_profile[p]), trace.origin, settings, schedules) for p in profiles
-    }
-    extra = prediction_candidates(idle_timeouts) if prediction else []
-    most = 1 + sum(len(idle_timeouts) * len(min_idle) + len(proposals[p][1]) + len(extra) for p in profiles)
-    shown = progress_bar(most, bar)
-    try:
-        runner = Runner(workers, _counting(shown, progress))
-        try:
-            # One pod per job shares nothing between profiles: one run of the whole trace is every
-            # profile's baseline.
-            baselines = runner.submit(simulate_by_profile, (jobs_all, BASELINE, settings))
-
-            def advise(profile: str) -> ProfileAdvice:
-                demand, proposed = proposals[profile]
-                advice = advise_profile(
-                    profile,
-                    by_profile[profile],
-                    settings,
-                    idle_timeouts,
-                    min_idle,
-                    target,
-                    schedules=proposed,
-                    p95_target=p95_target,
-                    demand=demand,
-                    baseline=lambda: baselines.result()[profile],
-                    runner=runner,
-                    exhaustive=exhaustive,
-                    extra=extra,
-                )
-                if advice.skipped and shown.total is not None:
-                    shown.total -= len(advice.skipped)
-                    shown.refresh()
-                return advice
-
-            # Each profile's search waits on its own runs: side by side, they keep the workers busy.
-            with concurrent.futures.ThreadPoolExecutor(max(1, min(workers, len(profiles)))) as threads:
-                advices = list(threads.map(advise, profiles))
-        finally:
-            runner.close()
-    finally:
-        shown.close()
-    for advice in advices:
-        out(render(advice, target, settings.resend_s))
-    out(summary(advices))
-    out(
-        "Cost is pod-seconds spent booting or idle per job; wait is from scheduling to assignment. "
-        "Each profile was simulated alone with this trace's arrivals (one pod per job: the whole trace at "
-        "once, its figures split by profile), pods booting in about "
-        f"{settings.boot_median_s:g} s, {settings.polling()}."
-    )
-    return 0
-
-
-def _schedules(
-    jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
-) -> tuple[Demand | None, list[ScheduleProposal]]:
-    if not options.enabled:
-        return None, []
-    demand = analyse(
-        jobs,
-        origin,
-        options.timezone,
-        refill_window_s=settings.boot_median_s + settings.ping_s,
-        busy_share=options.busy_share,
-    )
-    proposals = propose(
-        demand,
-        quantiles=options.quantiles,
-        busy_idle_timeouts=options.busy_idle_timeouts,
-        plain_idle_timeouts=options.plain_idle_timeouts,
-    )
-    return demand, list(proposals)
-
-
-def _counting(shown: Progress, progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
-    def done(result: PolicyResult) -> None:
-        shown.update(1)
-        if progress:
-            progress(f"  {result.policy}: {result.wall_s:.1f} s")
-
-    return done

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from elastic_agent.traces.workload import TraceError
 from profiles.quantities import parse_duration
+from profiles.values import key_expiry
 
 HELP = (
     "simulate IdleTimeout and MinIdlePods candidates and ReuseSchedule proposals per profile on a trace of "
@@ -75,6 +76,29 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
         "rest (default: the first 4/7 of its days, Monday to Thursday of a week; 0: learn and judge on the "
         "whole trace)",
     )
+    advise.add_argument(
+        "--assignment-tick",
+        default="5s",
+        help="the GoCD server's cruise.build.assignment.service.interval: jobs are offered to agents at "
+        "this tick (default 5s, GoCD's)",
+    )
+    advise.add_argument(
+        "--key-lifetime",
+        default="30m",
+        help="the GoCD server's gocd.ephemeral.auto.register.key.expiry.millis as a duration, and the "
+        "cluster profile's auto_register_key_expiry (default 30m, GoCD's)",
+    )
+    advise.add_argument(
+        "--tuned-tick", default="1s", help="the tuned server's assignment tick shown beside (default 1s)"
+    )
+    advise.add_argument(
+        "--tuned-key-lifetime",
+        default="12h",
+        help="the tuned server's key lifetime shown beside (default 12h)",
+    )
+    advise.add_argument(
+        "--no-tuned", action="store_true", help="leave out the recommendations' figures on a tuned server"
+    )
     advise.add_argument("--pending-pods", type=int, default=100, help="the cluster's pending_pods_count")
     advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
     advise.add_argument("--seed", type=int, default=1)
@@ -93,25 +117,41 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: every command's parser is built whatever the command, `serve` included, and
     # this is what loads the simulator.
-    from elastic_agent.advisor.advise import ScheduleOptions, run_advisor
+    from elastic_agent.advisor.advise import ScheduleOptions
+    from elastic_agent.advisor.together import Server
+    from elastic_agent.advisor.whole_trace import Request, run_advisor
 
     try:
         options = _options(args)
-        return run_advisor(
-            args.trace,
+        server = Server(
+            _tick(args.assignment_tick, "--assignment-tick"), _lifetime(args.key_lifetime, "--key-lifetime")
+        )
+        tuned = None
+        if not args.no_tuned:
+            tuned = Server(
+                _tick(args.tuned_tick, "--tuned-tick"),
+                _lifetime(args.tuned_key_lifetime, "--tuned-key-lifetime"),
+            )
+        request = Request(
             idle_timeouts=_durations(args.idle_timeouts, "--idle-timeouts"),
             min_idle=[_count(n, "--min-idle", 0) for n in _items(args.min_idle)],
             target=args.target,
             p95_target=args.p95_target if args.p95_target > 0 else None,
             schedules=ScheduleOptions(**options),
+            exhaustive=args.exhaustive,
+            prediction=not args.no_prediction,
+        )
+        return run_advisor(
+            args.trace,
+            request,
             seed=args.seed,
             pending_pods=_count(str(args.pending_pods), "--pending-pods", 1),
             max_jobs=args.max_jobs,
             workers=args.workers,
             learn_days=_learn_days(args.learn_days),
-            exhaustive=args.exhaustive,
-            prediction=not args.no_prediction,
             bar=not args.quiet and sys.stderr.isatty(),
+            server=server,
+            tuned=tuned,
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
@@ -180,3 +220,21 @@ def _count(text: str, option: str, least: int) -> int:
     if value < least:
         raise ValueError(f"{option}: {text!r} is not a whole number of at least {least}")
     return value
+
+
+def _tick(text: str, option: str) -> float:
+    """GoCD reads the interval in milliseconds; a tick under 100 ms or over 10 minutes is a typo."""
+    try:
+        seconds = parse_duration(text, bare_unit_seconds=1.0)
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None
+    if not 0.1 <= seconds <= 600:
+        raise ValueError(f"{option}: {text!r} is not between 100ms and 10m (GoCD's default is 5s)")
+    return seconds
+
+
+def _lifetime(text: str, option: str) -> float:
+    try:
+        return key_expiry(text)
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from elastic_agent.traces.measures import PolicyResult
@@ -34,9 +34,6 @@ class Runner:
             future.set_result(call(run))
         future.add_done_callback(self._report)
         return future
-
-    def run_all(self, call: Callable[[Any], PolicyResult], runs: Sequence[Any]) -> list[PolicyResult]:
-        return [future.result() for future in [self.submit(call, run) for run in runs]]
 
     def _report(self, future: concurrent.futures.Future[Any]) -> None:
         with self._lock:

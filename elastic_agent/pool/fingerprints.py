@@ -15,7 +15,11 @@ waiting job every two minutes, which brings them back):
 
 Nothing here may grow without bound on a backend that runs for months while admins edit profiles and
 pipelines come and go: a waiting job not re-sent for `WAITING_TTL_S` was assigned elsewhere or cancelled;
-a recipe not asked for during `FORGET_AFTER_S`, with no waiting job and no pod left, is forgotten; a
+a recipe not asked for during `FORGET_AFTER_S`, with no waiting job and no pod left, is forgotten, unless it
+wants warm pods (MinIdlePods, a ReuseSchedule period with some, or Predict): that one is kept for
+`WARM_RECIPE_KEPT_S`, a week, since a schedule's period comes back within a week and is built from banked
+keys before the day's first job asks for the recipe again (a profile unused for a week, or deleted in
+GoCD, which tells plugins nothing of elastic profiles, then stops being warmed); a
 superseded mark goes with the last pod of its fingerprint, and at once when the fingerprint is asked
 for again (an admin reverted the edit: the old pods are exactly right again).
 
@@ -37,6 +41,11 @@ from elastic_agent.pool.job_spec import JobSpec
 WAITING_TTL_S = 300.0
 # A recipe of a fingerprint with no waiting job and no pod is kept this long after it was last asked for.
 FORGET_AFTER_S = 3600.0
+WARM_RECIPE_KEPT_S = 7 * 86_400.0
+
+
+def _kept_s(recipe: Recipe) -> float:
+    return WARM_RECIPE_KEPT_S if recipe.spec.wants_warm_pods else FORGET_AFTER_S
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,7 @@ class FingerprintBook:
         own (holds.py)."""
         waiting = (entry for jobs in self._waiting.values() for entry in jobs.values())
         times = [entry.last_seen + WAITING_TTL_S for entry in waiting]
-        times += [recipe.last_asked + FORGET_AFTER_S for recipe in self._recipes.values()]
+        times += [recipe.last_asked + _kept_s(recipe) for recipe in self._recipes.values()]
         return min(times, default=math.inf)
 
     def forget_unused(self, now: float, with_pods: Collection[str]) -> list[tuple[str, HeldKey]]:
@@ -175,7 +184,7 @@ class FingerprintBook:
             del self._superseded[fingerprint]
         for fingerprint, recipe in list(self._recipes.items()):
             unused_recipe = fingerprint not in self._waiting and fingerprint not in with_pods
-            if unused_recipe and now - recipe.last_asked > FORGET_AFTER_S:
+            if unused_recipe and now - recipe.last_asked > _kept_s(recipe):
                 del self._recipes[fingerprint]
         self.holds.forget_except(set(self._recipes) | set(with_pods), now)
         return unused

@@ -85,12 +85,13 @@ def summarize(
     simulated_s: float,
     part: Part | None = None,
     count_from: float | None = None,
+    origin: float = 0.0,
 ) -> PolicyResult:
     """The run's figures; with `part`, those of its jobs and pods alone. The server's request counts
     (`should_assign_asked`) and invariant violations stay the whole run's: they are not kept per job.
     With `count_from` (clock seconds), only the jobs scheduled from then on, the pods created from then
     on, the peak from then on and the pod-seconds from then on: each pod's life, boot and busy time
-    clipped to [count_from, end]."""
+    clipped to [count_from, end]. `origin`: the clock's time at the trace's time 0 (for `waits_at`)."""
     since = -math.inf if count_from is None else count_from
     all_jobs = model.jobs()
     created, deleted = tracker.created, tracker.deleted
@@ -155,6 +156,7 @@ def summarize(
         plugin_errors=errors + list(stats.protocol_errors),
         waits=waits,
         timeline=timeline,
+        waits_at=[(job.scheduled_at - origin, job.wait_s) for job in judged if job.wait_s is not None],
     )
 
 

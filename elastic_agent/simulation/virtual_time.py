@@ -42,7 +42,7 @@ from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob
-from profiles.quantities import parse_duration
+from profiles.quantities import format_duration, parse_duration
 from profiles.schedule import parse_schedule
 
 if TYPE_CHECKING:
@@ -86,7 +86,12 @@ class SimSettings:
     get_work_interval_s: float = 10.0
     resend_s: float = 120.0  # GoCD's jobStarvationTimeout: create-agent re-sent to a waiting job
     ping_s: float = 60.0
+    # The GoCD server's two settings that bound reuse (docs/install.md, "A GoCD server tuned for reuse"):
+    # its assignment tick (cruise.build.assignment.service.interval) and how long its registration keys
+    # live (gocd.ephemeral.auto.register.key.expiry.millis); the simulated cluster profile's
+    # auto_register_key_expiry follows the second, as the guide asks of an administrator.
     scheduler_s: float = 5.0
+    key_lifetime_s: float = 30 * 60.0
     namespace: str = "ci"
     pending_pods_count: int = 100
     console: bool = False  # write decision lines to job consoles (costs time, changes no measure)
@@ -115,7 +120,15 @@ class SimSettings:
             get_work_multiplier=self.get_work_multiplier,
             get_work_interval_s=self.get_work_interval_s,
             ping_interval_s=self.ping_s,
+            key_ttl_s=self.key_lifetime_s,
             seed=self.seed,
+        )
+
+    def server(self) -> str:
+        """The simulated GoCD server's settings, in words for reports."""
+        return (
+            f"assignment tick {format_duration(self.scheduler_s)}, registration keys valid "
+            f"{format_duration(self.key_lifetime_s)}"
         )
 
 
@@ -225,6 +238,7 @@ def cluster_properties(settings: SimSettings, overrides: Mapping[str, str]) -> d
         "namespace": settings.namespace,
         "pending_pods_count": str(settings.pending_pods_count),
         "auto_register_timeout": "10m",
+        "auto_register_key_expiry": format_duration(settings.key_lifetime_s),
         **overrides,
     }
 
@@ -432,6 +446,7 @@ class Simulation:
             simulated_s=self._simulated_s,
             part=part,
             count_from=self._origin + judged_from if judged_from > 0 else None,
+            origin=self._origin,
         )
         result.plugin_calls, result.plugin_time_s = self.plugin.timings()
         if isinstance(self.plugin, ProjectPlugin):

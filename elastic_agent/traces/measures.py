@@ -23,6 +23,16 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
+@dataclass(frozen=True)
+class Stretch:
+    """The waits of a stretch of a run (`PolicyResult.within`)."""
+
+    jobs: int
+    wait_mean: float
+    wait_p95: float
+    wait_max: float
+
+
 @dataclass
 class PolicyResult:
     policy: str
@@ -64,6 +74,9 @@ class PolicyResult:
     # backend); "settle" is its deferred work after requests.
     plugin_calls: dict[str, int] = field(default_factory=dict, repr=False)
     plugin_time_s: dict[str, float] = field(default_factory=dict, repr=False)
+    # Each assigned job's (scheduled, seconds from the trace's time 0; wait), in the order they came:
+    # the figures of one stretch of the trace (`within`).
+    waits_at: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     @property
     def pods_per_job(self) -> float:
@@ -77,9 +90,15 @@ class PolicyResult:
     def boot_pod_s_per_job(self) -> float:
         return self.boot_pod_s / max(1, self.jobs)
 
+    def within(self, start_s: float, end_s: float) -> Stretch:
+        """The waits of the jobs scheduled from `start_s` to before `end_s` (seconds from time 0)."""
+        waits = sorted(wait for at, wait in self.waits_at if start_s <= at < end_s)
+        mean = sum(waits) / len(waits) if waits else 0.0
+        return Stretch(len(waits), mean, percentile(waits, 0.95), waits[-1] if waits else 0.0)
+
     def numbers(self) -> dict[str, Any]:
         """Everything but the long series and the per-request timings, for JSON and tests."""
-        skip = {"waits", "timeline", "plugin_calls", "plugin_time_s"}
+        skip = {"waits", "timeline", "plugin_calls", "plugin_time_s", "waits_at"}
         values = {key: value for key, value in vars(self).items() if key not in skip}
         values |= {
             "pods_per_job": self.pods_per_job,

@@ -1,0 +1,257 @@
+"""The advice for a whole trace: every profile's search side by side in one pool of workers, the
+candidates that draw on what one backend shares run as whole installations (installation.py), then the
+recommendations together on this server and a tuned one (together.py); and `run_advisor`, which reads
+the trace and prints it all.
+
+With `advise.py`, the advisor's modules that import the simulator; `command.py` imports this one only
+when `advise` runs, so that building the command line (for `serve` too) loads no simulation module.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from elastic_agent.advisor.advise import (
+    BASELINE,
+    DEFAULT_IDLE_TIMEOUTS,
+    DEFAULT_MIN_IDLE,
+    ProfileAdvice,
+    ScheduleOptions,
+    Shared,
+    advise_profile,
+    prediction_candidates,
+    render,
+    summary,
+)
+from elastic_agent.advisor.holdout import Split, split_trace
+from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
+from elastic_agent.advisor.runner import Runner
+from elastic_agent.advisor.together import (
+    GOCD_DEFAULTS,
+    TUNED,
+    Server,
+    TogetherRun,
+    as_recommended,
+    render_together,
+)
+from elastic_agent.progress import Progress, progress_bar
+from elastic_agent.simulation.virtual_time import SimSettings, simulate_by_profile
+from elastic_agent.traces.measures import PolicyResult
+from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal, analyse, propose
+from elastic_agent.traces.workload import TraceJob, describe, read_trace
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to search and what to aim at (the command's options)."""
+
+    idle_timeouts: Sequence[str] = DEFAULT_IDLE_TIMEOUTS
+    min_idle: Sequence[int] = DEFAULT_MIN_IDLE
+    target: float = 0.2
+    p95_target: float | None = None
+    schedules: ScheduleOptions = field(default_factory=ScheduleOptions)
+    exhaustive: bool = False
+    prediction: bool = True
+
+
+@dataclass(frozen=True)
+class TraceAdvice:
+    advices: list[ProfileAdvice]
+    together: list[TogetherRun]
+
+
+def advise_trace(
+    jobs: Sequence[TraceJob],
+    origin: datetime,
+    split: Split,
+    settings: SimSettings,
+    request: Request = Request(),
+    *,
+    workers: int = 1,
+    server: Server = GOCD_DEFAULTS,
+    tuned: Server | None = TUNED,
+    progress: Callable[[str], None] | None = None,
+    bar: bool = False,
+) -> TraceAdvice:
+    """Every profile's advice; `settings` are the server's (`server.settings`), its fast path on."""
+    by_profile: dict[str, list[TraceJob]] = {}
+    for job in jobs:
+        by_profile.setdefault(job.profile, []).append(job)
+    profiles = sorted(by_profile)
+    # Schedules learn on the learning days only; every candidate is judged on the rest (holdout.py).
+    proposals = {
+        p: _schedules(split.learning(by_profile[p]), origin, settings, request.schedules) for p in profiles
+    }
+    extra = prediction_candidates(request.idle_timeouts) if request.prediction else []
+    options = sorted({option for _, by_option in proposals.values() for option in by_option})
+    timeouts, warm = len(request.idle_timeouts), request.min_idle
+    alone = timeouts * sum(1 for n in warm if n == 0)
+    together = timeouts * sum(1 for n in warm if n > 0) + len(options) + len(extra)
+    shown = progress_bar(1 + alone * len(profiles) + together + (2 if tuned is not None else 1), bar)
+    try:
+        runner = Runner(workers, _counting(shown, progress))
+        try:
+            # One pod per job shares nothing between profiles: one run of the whole trace is every
+            # profile's baseline.
+            baselines = runner.submit(simulate_by_profile, (jobs, BASELINE, settings))
+            installation = Installation(runner, jobs, settings)
+
+            def shared_for(profile: str) -> Shared:
+                def shared(
+                    label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None
+                ) -> Callable[[], PolicyResult]:
+                    if schedule is None:
+                        return installation.figures(same_everywhere(label, properties, profiles), profile)
+                    option = next(o for o, p in proposals[profile][1].items() if p.label == schedule.label)
+                    return installation.figures(_schedule_run(option, proposals), profile)
+
+                return shared
+
+            def advise(profile: str) -> ProfileAdvice:
+                demand, by_option = proposals[profile]
+                advice = advise_profile(
+                    profile,
+                    by_profile[profile],
+                    settings,
+                    request.idle_timeouts,
+                    request.min_idle,
+                    request.target,
+                    schedules=list({p.label: p for p in by_option.values()}.values()),
+                    p95_target=request.p95_target,
+                    demand=demand,
+                    baseline=lambda: baselines.result()[profile],
+                    runner=runner,
+                    exhaustive=request.exhaustive,
+                    extra=extra,
+                    shared=shared_for(profile),
+                )
+                skipped_alone = [label for label in advice.skipped if label.endswith(" MinIdlePods=0")]
+                if skipped_alone and shown.total is not None:
+                    shown.total -= len(skipped_alone)
+                    shown.refresh()
+                return advice
+
+            # Each profile's search waits on its own runs: side by side, they keep the workers busy.
+            with concurrent.futures.ThreadPoolExecutor(max(1, min(workers, len(profiles)))) as threads:
+                advices = list(threads.map(advise, profiles))
+            recommended = {a.profile: a.recommended.properties for a in advices}
+            runs = as_recommended(runner, jobs, recommended, settings, server, tuned)
+        finally:
+            runner.close()
+    finally:
+        shown.close()
+    return TraceAdvice(advices, runs)
+
+
+def run_advisor(
+    trace_path: str,
+    request: Request = Request(),
+    *,
+    seed: int = 1,
+    pending_pods: int = 100,
+    max_jobs: int | None = None,
+    out: Callable[[str], None] = print,
+    workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+    learn_days: int | None = None,
+    bar: bool = False,
+    server: Server = GOCD_DEFAULTS,
+    tuned: Server | None = TUNED,
+) -> int:
+    """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
+    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside."""
+    trace = read_trace(trace_path)
+    jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
+    if not jobs:
+        out("the trace has no jobs")
+        return 1
+    assumed = "" if trace.origin_given else " (the trace gives none: assumed)"
+    out(f"# Advice for {trace_path}\n\n{describe(jobs)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
+    split = split_trace(jobs, trace.origin, request.schedules.timezone, learn_days)
+    out(split.describe(jobs) + "\n")
+    # The fast path (simulation/fast_plugin.py): the same pods, waits and assignments as the benchmarks'
+    # full path, for less work (tests/test_fast_path.py).
+    base = SimSettings(
+        seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
+    )
+    settings = server.settings(base)
+    found = advise_trace(
+        jobs,
+        trace.origin,
+        split,
+        settings,
+        request,
+        workers=workers,
+        server=server,
+        tuned=tuned,
+        progress=progress,
+        bar=bar,
+    )
+    for advice in found.advices:
+        out(render(advice, request.target, settings.resend_s))
+    out(summary(found.advices))
+    out(render_together(found.together))
+    out(
+        "Cost is pod-seconds spent booting or idle per job; wait is from scheduling to assignment. "
+        "Settings that share nothing between profiles were simulated on each profile's jobs alone; warm "
+        "pools, schedules and Predict draw on what one backend shares (its registration keys, what it "
+        "learns of which stage follows which), so each of those candidates was simulated on the whole "
+        f"trace at once, every profile with it, and read per profile. GoCD server: {settings.server()}; "
+        f"pods booting in about {settings.boot_median_s:g} s, {settings.polling()}."
+    )
+    return 0
+
+
+def _schedule_run(
+    option: str, proposals: Mapping[str, tuple[Demand | None, Mapping[str, ScheduleProposal]]]
+) -> InstallationRun:
+    """Every profile on the schedule made for it with `option`'s values, or on that option's plain values
+    when its demand gave it no schedule."""
+    per_profile: dict[str, Mapping[str, str]] = {}
+    for profile, (_, by_option) in proposals.items():
+        proposal = by_option.get(option)
+        per_profile[profile] = proposal.properties() if proposal else {"Reuse": "true", **_plain(option)}
+    return InstallationRun(f"schedules: {option}", per_profile)
+
+
+def _schedules(
+    jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
+) -> tuple[Demand | None, dict[str, ScheduleProposal]]:
+    """The profile's demand, and its schedule for each combination of the options' values (named as
+    `_plain` reads them back), so that every profile's schedule of one combination runs together."""
+    if not options.enabled:
+        return None, {}
+    demand = analyse(
+        jobs,
+        origin,
+        options.timezone,
+        refill_window_s=settings.boot_median_s + settings.ping_s,
+        busy_share=options.busy_share,
+    )
+    found: dict[str, ScheduleProposal] = {}
+    for plain in options.plain_idle_timeouts:
+        for busy in options.busy_idle_timeouts:
+            for quantile in options.quantiles:
+                made = propose(
+                    demand, quantiles=[quantile], busy_idle_timeouts=[busy], plain_idle_timeouts=[plain]
+                )
+                option = f"busy IdleTimeout={busy} warm pool p{quantile * 100:g}, else IdleTimeout={plain}"
+                if made:
+                    found[option] = made[0]
+    return demand, found
+
+
+def _plain(option: str) -> dict[str, str]:
+    return {"IdleTimeout": option.rsplit("IdleTimeout=", 1)[1], "MinIdlePods": "0"}
+
+
+def _counting(shown: Progress, progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
+    def done(result: PolicyResult) -> None:
+        shown.update(1)
+        if progress:
+            progress(f"  {result.policy}: {result.wall_s:.1f} s")
+
+    return done
