@@ -1,5 +1,5 @@
 // A real Kubernetes control plane for the tests (kube-apiserver and etcd, nothing else), built from
-// pinned, checksum-verified Go modules; tests/support/control_plane.py builds and starts it. See README.md.
+// pinned, checksum-verified Go modules; tests/control_plane.py builds and starts it. See README.md.
 //
 // Pinned: k8s.io/kubernetes v1.36.3 for kube-apiserver (`go mod tidy` lists it among the indirect
 // requirements: it is only a `tool` here) and go.etcd.io/etcd/server/v3 v3.6.8 for etcd/main.go.
@@ -180,7 +180,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// kube-apiserver, and the node's kubelet and kube-scheduler (tests/support/real_node.py), built with `go build
+// kube-apiserver, and the node's kubelet and kube-scheduler (tests/real_node.py), built with `go build
 // k8s.io/kubernetes/cmd/<name>`; listed so that `go mod tidy` keeps their dependencies (and their
 // checksums in go.sum).
 tool (

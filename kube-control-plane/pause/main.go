@@ -2,7 +2,7 @@
 // children that end up re-parented to it, and exits on SIGTERM or SIGINT. Kubernetes' own is a C program
 // (build/pause/linux/pause.c: handlers for SIGINT, SIGTERM and SIGCHLD, waitpid until none is left) in an
 // image on registry.k8s.io, which cannot be reached here; this is the same behaviour in Go, built static
-// (CGO_ENABLED=0) by tests/support/node_build.py into a one-file image for the node's containerd.
+// (CGO_ENABLED=0) by tests/node_build.py into a one-file image for the node's containerd.
 package main
 
 import (
