@@ -1,14 +1,14 @@
-"""The fault matrix, long versions: each fault of tests/fault_cases.py held in the middle of a longer churn
-on a real kube-apiserver and etcd (the full 20 s freeze), and the same churn without the fault (same
+"""The fault matrix, long versions: each fault of tests/support/fault_cases.py held in the middle of a longer
+churn on a real kube-apiserver and etcd (the full 20 s freeze), and the same churn without the fault (same
 seed, the fault's time waited instead) as the baseline the extra pods are counted against.
 
     python -m benchmarks.fault_matrix [--cases apiserver-killed apiserver-frozen ...] [--hold 20]
 
 Prints a Markdown table and writes benchmarks/results/fault_matrix.json (every figure of every case, the
 health messages GoCD showed and the most frequent warning lines). Needs the control plane's binaries
-(`python -m tests.control_plane build`). Recovery is defined in tests/fault_churn.py: `first call` is the
-first API call of the backend that succeeded after the fault's end, `backlog` the time until every job
-scheduled before the end was assigned, both in real seconds."""
+(`python -m tests.support.control_plane build`). Recovery is defined in tests/support/fault_churn.py: `first
+call` is the first API call of the backend that succeeded after the fault's end, `backlog` the time until
+every job scheduled before the end was assigned, both in real seconds."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.control_plane import ControlPlane, build
-from tests.fault_cases import CASES, WatchGone
-from tests.fault_churn import CaseResult, Churn, run_case
-from tests.real_kube_fixtures import COMPACTING_ARGS
+from tests.support.control_plane import ControlPlane, build
+from tests.support.fault_cases import CASES, WatchGone
+from tests.support.fault_churn import CaseResult, Churn, run_case
+from tests.support.real_kube_fixtures import COMPACTING_ARGS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fault_matrix.json"
 LONG = Churn(seed=14, bursts=12, jobs_per_burst=8, gap_s=60.0, fault_after=3, hold_s=20.0, idle_timeout="3m")
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bursts", type=int, default=LONG.bursts)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    # The figures count the warnings (tests/fault_churn.py BackendWarnings); they are not printed.
+    # The figures count the warnings (tests/support/fault_churn.py BackendWarnings); they are not printed.
     logging.basicConfig(level=logging.WARNING, handlers=[logging.NullHandler()])
     churn = dataclasses.replace(LONG, hold_s=args.hold, bursts=args.bursts)
     binaries = build()

@@ -4,7 +4,7 @@ as its own process, once without a fault (the baseline) and once per fault, same
     python -m benchmarks.fault_matrix_backend       # table; benchmarks/results/fault_matrix_backend.json
     python -m benchmarks.fault_matrix_backend --bursts 4 --jobs-per-burst 8 --cases 503,hang
 
-The faults and what is measured are described in tests/fault_backend_churn.py. `extra pods` is the
+The faults and what is measured are described in tests/support/fault_backend_churn.py. `extra pods` is the
 case's pods created minus the baselines' mean (the baseline pauses where a fault would be, for as long
 as an outage): the churn is seeded, but its timing is real, and the spread of the baselines shows how
 many pods either way are noise. A case where create-agent failed for a while (the backend dead) can
@@ -24,8 +24,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.control_plane import ControlPlane, build
-from tests.fault_backend_churn import (
+from tests.support.control_plane import ControlPlane, build
+from tests.support.fault_backend_churn import (
     OUTAGE_S,
     SPEED,
     CallbackOutage,

@@ -1,6 +1,6 @@
 """A long fuzz of the running service over HTTP: schemathesis's command line, driven by
 docs/bridge-openapi.yaml, against the backend served by waitress on the project's fake API server with
-the simulated GoCD's callback endpoint (simulation.stack.Stack, as tests/test_fuzz_http.py runs it for
+the simulated GoCD's callback endpoint (simulation.stack.Stack, as tests/http/test_fuzz_http.py runs it for
 a few examples per operation).
 
     python -m benchmarks.fuzz_http [--examples 1000] [--seed N] [--report-dir DIR]

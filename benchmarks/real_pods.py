@@ -13,12 +13,12 @@ for the same trace given that start-up time.
    fresh stacks: `Reuse=false` (one pod per job), then `Reuse=true` with `IdleTimeout` `IDLE_TIMEOUT`,
    long against the trace's gaps, so that reuse matters.
 3. The prediction: the same trace and profiles through `Simulation` (virtual_time.py) with the simulated
-   server's cadence set as the live one's (tests/node_stack.py's FAST_GOCD, and the stand-in's polling)
-   and pod boots drawn around the measured creation-to-registration times.
+   server's cadence set as the live one's (tests/support/node_stack.py's FAST_GOCD, and the stand-in's
+   polling) and pod boots drawn around the measured creation-to-registration times.
 
 The stack is the real backend over HTTP, the simulated GoCD server with its agent API on 127.0.0.1, and
-the stand-in agent in each pod (tests/node_stack.py). JSON goes to benchmarks/results/real_pods.json (or
-real_pods_fake.json); the tables are printed.
+the stand-in agent in each pod (tests/support/node_stack.py). JSON goes to benchmarks/results/real_pods.json
+(or real_pods_fake.json); the tables are printed.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from elastic_agent.simulation.stack import Stack
 from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import DAY_S, ProfileMix, TraceJob, WorkloadSpec, generate
-from tests import node_stack
-from tests.node_stack import FAST_AGENT, FAST_GOCD, agent_profile
+from tests.support import node_stack
+from tests.support.node_stack import FAST_AGENT, FAST_GOCD, agent_profile
 
 RESULTS = Path(__file__).resolve().parent / "results"
 IDLE_TIMEOUT = "30s"
@@ -75,8 +75,8 @@ StackMaker = Callable[[], Stack]
 def node_stacks() -> Iterator[tuple[StackMaker, str]]:
     """Stacks on a real node of a control plane of their own (held under the machine's node lock), and
     the agent image's name."""
-    from tests import control_plane, node_build
-    from tests.real_node import RealNode, machine_lock
+    from tests.support import control_plane, node_build
+    from tests.support.real_node import RealNode, machine_lock
 
     binaries = control_plane.build()
     node_build.install_tools()
@@ -127,9 +127,9 @@ def measure_trace(make: StackMaker, image: str, jobs: Sequence[TraceJob]) -> lis
 
 
 def sim_settings(boots_s: Sequence[float], seed: int) -> SimSettings:
-    """The simulator as the live stack runs: the server's cadence of tests/node_stack.py, agents asking for
-    work as the stand-in does (its back-off from STANDIN_WORK_DELAY_S up to STANDIN_WORK_INTERVAL_S), the
-    cluster profile's
+    """The simulator as the live stack runs: the server's cadence of tests/support/node_stack.py, agents
+    asking for work as the stand-in does (its back-off from STANDIN_WORK_DELAY_S up to
+    STANDIN_WORK_INTERVAL_S), the cluster profile's
     pending_pods_count, and boots lognormal with the measured median and spread, within the measured
     range."""
     logs = [math.log(value) for value in boots_s]

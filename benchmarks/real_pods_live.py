@@ -1,6 +1,6 @@
 """The live half of `python -m benchmarks.real_pods`: agents booted one at a time, and a trace replayed in
-real time, on a `Stack` whose pods really run (tests/node_stack.py: the real node, or the fake cluster with
-the stand-in agent as a process per pod).
+real time, on a `Stack` whose pods really run (tests/support/node_stack.py: the real node, or the fake cluster
+with the stand-in agent as a process per pod).
 
 What a pod went through is read from the API as clusterloader2's pod start-up measurement reads it
 (kubernetes/perf-tests, clusterloader2/pkg/measurement/common/slos/pod_startup_latency.go,

@@ -207,7 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--fast",
         action="store_true",
-        help="the advisor's fast path (same figures, tests/test_fast_path.py); default: the full JSON path",
+        help=(
+            "the advisor's fast path (same figures, tests/scenarios/test_fast_path.py); "
+            "default: the full JSON path"
+        ),
     )
     parser.add_argument(
         "--holdout",

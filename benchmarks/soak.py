@@ -4,12 +4,12 @@ a steady rate, for `--minutes`; sampled every few seconds for growth.
     python -m benchmarks.soak --minutes 30            # the benchmark; writes benchmarks/results/soak.json
     python -m benchmarks.soak --minutes 2 --check     # scripts/test.sh: exit 1 unless growth is flat
 
-What runs: tests/control_plane.py's kube-apiserver and etcd (built once, cached), a namespace with the
-project's Role (tests/real_cluster.py), the simulated kubelet driving pods through the API, the simulated
-GoCD (scheduler, polling agents, pings, callbacks) on a scaled clock, and `python -m elastic_agent serve`
-(tests/backend_process.py) on real time. The backend is a separate process so that its resident memory,
-open file descriptors and threads can be read from /proc/<pid>/ alone; its internal structures come from
-its own /metrics (`gocd_elastic_agent_retained_entries`), as an operator would read them.
+What runs: tests/support/control_plane.py's kube-apiserver and etcd (built once, cached), a namespace with the
+project's Role (tests/support/real_cluster.py), the simulated kubelet driving pods through the API, the
+simulated GoCD (scheduler, polling agents, pings, callbacks) on a scaled clock, and `python -m elastic_agent
+serve` (tests/support/backend_process.py) on real time. The backend is a separate process so that its resident
+memory, open file descriptors and threads can be read from /proc/<pid>/ alone; its internal structures come
+from its own /metrics (`gocd_elastic_agent_retained_entries`), as an operator would read them.
 
 The load: jobs arrive as a Poisson stream (`--rate` per real second) over four profiles, three reusing
 pods with different MaxJobsPerPod / IdleTimeout / MinIdlePods and one pod per job, in two environments
@@ -53,9 +53,9 @@ from elastic_agent.simulation.gocd_records import JobState
 from elastic_agent.simulation.gocd_transport import HttpPluginTransport
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.stack import SwitchableTransport
-from tests.backend_process import BackendProcess
-from tests.control_plane import ControlPlane, build
-from tests.real_cluster import RealCluster
+from tests.support.backend_process import BackendProcess
+from tests.support.control_plane import ControlPlane, build
+from tests.support.real_cluster import RealCluster
 
 RESULTS = Path(__file__).resolve().parent / "results" / "soak.json"
 TOKEN = "soak-bridge-token"

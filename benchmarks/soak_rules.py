@@ -1,6 +1,7 @@
 """The soak's verdict (benchmarks/soak.py): least-squares slopes of the sampled series after a warm-up,
-and the rule that calls a series "flat". Pure functions of the samples, so that tests/test_soak.py can
-prove the rule on synthetic series (a flat one, a leaking one) without a half-hour run.
+and the rule that calls a series "flat". Pure functions of the samples, so that
+tests/unit/benchmarks/test_soak.py can prove the rule on synthetic series (a flat one, a leaking one) without
+a half-hour run.
 
 Why two rules. A structure that leaks grows with the work done, so over a steady load its whole level
 keeps rising; a bounded one (records of live pods, waiting jobs) goes up and down with the load around a

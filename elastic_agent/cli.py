@@ -6,7 +6,7 @@ The one module that knows every command, so it sits above every layer (the layer
 pyproject.toml): the service wires its own commands (`service/cli.py`), the advisor its own
 (`advisor/command.py`), and neither knows the other or the demo. The demo and the advisor's simulation
 are imported only when their command runs, so `serve` loads no module of `elastic_agent.simulation`
-(tests/test_cli.py proves it of a running service).
+(tests/http/test_cli.py proves it of a running service).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Debian's packages the suite needs: chromium for the status-page tests, libjemalloc2 for the soak and
 # the allocator tests (the image preloads it: docker/Dockerfile), and for the real node
-# (tests/real_node.py) containerd, runc, the CNI plugins (loopback) and mmdebstrap (its test image).
+# (tests/support/real_node.py) containerd, runc, the CNI plugins (loopback) and mmdebstrap (its test image).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v containerd >/dev/null 2>&1 || missing+=(containerd)
@@ -27,10 +27,10 @@ fi
 .venv/bin/deptry .  # every import declared, nothing declared unused (pyproject.toml, [tool.deptry])
 .venv/bin/lint-imports  # no module imports a layer above its own (pyproject.toml, [tool.importlinter])
 .venv/bin/vulture elastic_agent executors profiles tests benchmarks scripts/vulture_whitelist.py --min-confidence 60
-.venv/bin/python -m tests.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
-.venv/bin/python -m tests.container_image build  # the image, with podman on Debian-made bases (minutes the first time, then cached)
-.venv/bin/python -m tests.agent_image build  # the stand-in agent's image, an OCI archive made with mmdebstrap (a minute the first time, then cached)
-.venv/bin/python -m tests.real_node build  # kubelet, kube-scheduler, the pause and Debian test images (minutes the first time, then cached)
+.venv/bin/python -m tests.support.control_plane build  # the real kube-apiserver and etcd (minutes the first time, then cached)
+.venv/bin/python -m tests.support.container_image build  # the image, with podman on Debian-made bases (minutes the first time, then cached)
+.venv/bin/python -m tests.support.agent_image build  # the stand-in agent's image, an OCI archive made with mmdebstrap (a minute the first time, then cached)
+.venv/bin/python -m tests.support.real_node build  # kubelet, kube-scheduler, the pause and Debian test images (minutes the first time, then cached)
 .venv/bin/python -m pytest -q "$@"
 .venv/bin/python -m benchmarks.soak --minutes 2 --check --output .venv/soak-short.json  # the soak, short: growth must be flat (benchmarks/soak_rules.py)
 mvn_log=.venv/mvn-verify.log

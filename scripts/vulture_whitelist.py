@@ -15,7 +15,7 @@ _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 # The kubernetes client's last response, dropped when the client is closed (kube/connect.py).
 _.last_response
 
-# Flask routes and hooks, registered by decorator (the fake GoCD admin API: tests/gocd_admin_api.py).
+# Flask routes and hooks, registered by decorator (the fake GoCD admin API: tests/support/gocd_admin_api.py).
 healthz, livez, readyz, metrics_page
 gate, plugin_info, pipeline_groups, create_pipeline, site_urls
 
@@ -41,11 +41,15 @@ seq
 # pytest fixtures requested by name.
 nowhere_to_connect, compacting_kube, traced, fake_stack
 
-# The pool's state machine (tests/test_pool_state_machine.py): rules and invariants, run by Hypothesis.
+# pytest's hook, in each level's conftest.py (tests/<level>/conftest.py marks the level's tests).
+pytest_collection_modifyitems
+
+# The pool's state machine (tests/unit/pool/test_pool_state_machine.py): rules and invariants, run by
+# Hypothesis.
 _.which_pods_boot_slowly, _.schedule_jobs, _.cancel_waiting_job, _.evict_pod, _.pod_boot, _.backend_restart
 _.credential_change, _.first_list_arrives, _.profile_edit, _.seconds_pass, _.minutes_pass
 _.no_key_in_two_pods, _.no_job_on_two_pods, _.no_busy_pod_deleted, _.every_request_answered
 _.no_idle_pod_past_its_timeout_plus_one_ping, _.bounded_state
 
-# A tar member's time, read by tarfile when it writes the member (tests/agent_image.py).
+# A tar member's time, read by tarfile when it writes the member (tests/support/agent_image.py).
 _.mtime

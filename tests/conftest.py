@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
-from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.stack import Stack, StackOptions
+from tests.support.live_stack import SPEED
 
 # The real node's fixtures, defined once for the session here rather than imported into each module that
 # uses them: each module binding a session fixture by name gets an instance of its own, and a second
 # node's start would wait for the machine lock the session's first node holds.
-from tests.real_node_fixtures import real_kube_binaries, real_node, real_node_binaries
+from tests.support.real_node_fixtures import real_kube_binaries, real_node, real_node_binaries
 
 __all__ = ["real_kube_binaries", "real_node", "real_node_binaries"]  # fixtures, used by name
-
-# Full request names, as GoCD sends them.
-CREATE = PREFIX + "create-agent"
-ASSIGN = PREFIX + "should-assign-work"
-COMPLETE = PREFIX + "job-completion"
-PING = PREFIX + "server-ping"
-
-# Simulated seconds per real second: a 60 s ping comes every second of the test.
-SPEED = 60.0
-
-
-def wait_until(condition: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> None:
-    """Poll a condition in real time; fail with `what` when it never holds."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -173,7 +173,7 @@ def run_advisor(
     split = split_trace(jobs, trace.origin, request.schedules.timezone, learn_days)
     out(split.describe(jobs) + "\n")
     # The fast path (simulation/fast_plugin.py): the same pods, waits and assignments as the benchmarks'
-    # full path, for less work (tests/test_fast_path.py).
+    # full path, for less work (tests/scenarios/test_fast_path.py).
     base = SimSettings(
         seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
     )

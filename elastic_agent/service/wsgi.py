@@ -113,7 +113,7 @@ SEND_BYTES = 18_000
 def waitress_options() -> dict[str, Any]:
     """`send_bytes` has been deprecated, though honoured, since waitress 1.3 ("pending removal"): should a
     release drop it, the backend still starts, only slower under concurrent requests (and
-    tests/test_service_tuning.py says so)."""
+    tests/http/test_service_tuning.py says so)."""
     return {"send_bytes": SEND_BYTES} if hasattr(Adjustments, "send_bytes") else {}
 
 

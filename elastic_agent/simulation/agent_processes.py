@@ -9,8 +9,8 @@ as the kubelet does, and does not wait (the kubelet's thread must not block); `s
 process.
 
 What runs is the stand-in agent file with this interpreter by default; `command` may run it otherwise, such
-as a container of the agent image (tests/test_agent_image.py): it is given the pod's name and the names of
-the variables, whose values are in its own environment (`podman run -e NAME` takes them from there, so no
+as a container of the agent image (tests/real/test_agent_image.py): it is given the pod's name and the names
+of the variables, whose values are in its own environment (`podman run -e NAME` takes them from there, so no
 key appears in a command line). Its output goes to a file per stream and, when the kubelet gives a console,
 line by line to the pod's log too, as a container runtime's goes to the kubelet's.
 

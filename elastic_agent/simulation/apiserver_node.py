@@ -11,7 +11,7 @@ has passed, as the kubelet does after stopping the containers. Pod logs cannot b
 API server proxies `pods/log` to the node's kubelet, which does not exist. The statuses of pods that
 cannot run (kubelet_troubles.py: waiting reasons, terminations, restart counts, the PodScheduled
 condition of a pod left unbound) go through the same `pods/status` writes, which the real server
-accepts as it does the kubelet's (tests/test_broken_pods_real.py).
+accepts as it does the kubelet's (tests/real/test_broken_pods_real.py).
 
 It works with admin credentials, separate from the backend's (whose RBAC the tests check). Its clock is
 the real API server's: event times and grace periods are wall-clock time there, so the default is the

@@ -6,8 +6,8 @@ top of `FakeKubeStore`, and what a scheduler and a kubelet write (pods/binding, 
 plus fault injection: chosen calls answer an error status or are delayed, the whole server can become
 unreachable, a bearer token can be demanded, and every call can be forbidden. Tokens of service accounts
 can be granted a Role's rules in a namespace (`add_service_account`, `grant`): what they may do is
-decided as RBAC decides it, so that 401 and 403 come as from a real server. tests/test_kube_contract.py
-runs the same tests on this fake and on a real kube-apiserver.
+decided as RBAC decides it, so that 401 and 403 come as from a real server.
+tests/contracts/test_kube_contract.py runs the same tests on this fake and on a real kube-apiserver.
 
 Run alone: `python -m elastic_agent.simulation.fake_kube --bind 127.0.0.1:0 [--kubelet]`.
 """

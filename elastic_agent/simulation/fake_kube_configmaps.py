@@ -7,7 +7,7 @@ Modelled on kubernetes/kubernetes: `pkg/registry/core/configmap/strategy.go` (`A
 false, so an update of a missing ConfigMap is NotFound) and the generic registry's
 `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go` (`Store.Create`: AlreadyExists;
 `Store.Update`: a stale resourceVersion is a Conflict). Named from the source as read in earlier work, not
-re-read with fetch; tests/test_kube_contract.py runs the same calls against the real kube-apiserver.
+re-read with fetch; tests/contracts/test_kube_contract.py runs the same calls against the real kube-apiserver.
 """
 
 from __future__ import annotations

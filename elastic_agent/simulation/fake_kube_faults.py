@@ -1,6 +1,6 @@
 """Fault injection of the fake Kubernetes API server: chosen calls answer an error status, or answer
 late, a given number of times. What a real kube-apiserver cannot be made to do on demand, and the reason
-the fake exists beside it (tests/test_kube_contract.py keeps the two in agreement otherwise)."""
+the fake exists beside it (tests/contracts/test_kube_contract.py keeps the two in agreement otherwise)."""
 
 from __future__ import annotations
 

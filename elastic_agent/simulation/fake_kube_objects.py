@@ -1,6 +1,7 @@
 """Pure functions on the fake cluster's API objects (plain JSON-shaped dicts): label and field
 selectors, merge and JSON patches, the validation of labels and annotations, and the error that becomes
-a Kubernetes Status. Where the real kube-apiserver answers otherwise, tests/test_kube_contract.py finds it."""
+a Kubernetes Status. Where the real kube-apiserver answers otherwise, tests/contracts/test_kube_contract.py
+finds it."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A real server decides on (namespace, verb, resource[/subresource], name) against the Roles bound to the
 caller; the fake does the same for service-account tokens granted a Role's rules, so that a missing
-permission gets the 403 a real cluster answers (tests/test_rbac.py runs on the real server, the contract
+permission gets the 403 a real cluster answers (tests/real/test_rbac.py runs on the real server, the contract
 tests on both). A ClusterRole bound with a ClusterRoleBinding grants its rules in every namespace and at
 the cluster scope (rules kept under the namespace None); one bound with a RoleBinding is a Role there.
 Groups and aggregation are not modelled: the plugin needs neither.

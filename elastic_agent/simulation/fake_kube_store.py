@@ -5,8 +5,8 @@ takes the next value of one integer resourceVersion shared by all objects (as et
 is kept in a bounded history so a watch can resume from a resourceVersion, or learn that it is too old
 (410 Gone) once the history has moved past it. Listeners (the simulated kubelet) hear every change.
 
-Where it matters to a client, the rules are kube-apiserver's, as tests/test_kube_contract.py checks on
-both: labels and annotations are validated (422), a pod's identity is immutable, the status subresource
+Where it matters to a client, the rules are kube-apiserver's, as tests/contracts/test_kube_contract.py checks
+on both: labels and annotations are validated (422), a pod's identity is immutable, the status subresource
 writes status and metadata but never spec, a binding assigns a node once, and deletion is graceful only
 for a pod bound to a node that has not finished (its deletion is written first, then the pod removed).
 

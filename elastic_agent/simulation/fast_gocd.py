@@ -2,7 +2,7 @@
 for the same outcome.
 
 `SimulatedGoCD` is kept whole; this subclass changes three things, each shown in
-tests/test_fast_path.py to leave every pod, wait and assignment of the standard trace as it was:
+tests/scenarios/test_fast_path.py to leave every pod, wait and assignment of the standard trace as it was:
 
 - Requests travel as values. A transport with `send_value` (fast_plugin.py) gets each body as the
   JSON-shaped dict the full path would encode (should-assign-work's job members built once per job), so

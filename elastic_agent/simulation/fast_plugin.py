@@ -16,7 +16,7 @@ Both directions skip only the text:
   `GoCDClient` and `ServerApi` as in the full path.
 
 Nothing else differs from `ProjectPlugin`: the same backend wiring (inprocess.py), deferred writes and
-cluster port. tests/test_fast_path.py shows both give the same pods, waits and assignments.
+cluster port. tests/scenarios/test_fast_path.py shows both give the same pods, waits and assignments.
 """
 
 from __future__ import annotations

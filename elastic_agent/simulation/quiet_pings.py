@@ -11,7 +11,7 @@ other kind ends the quiet stretch, and the ping after it is sent.
 
 `step_begins` and `step_ended` bracket each loop step of the driver (virtual_time.py), which says
 whether the step was eventful; `skip` is asked before each step whose only due event may be the
-model's next ping. The full path never skips (it is the reference tests/test_quiet_pings.py compares
+model's next ping. The full path never skips (it is the reference tests/scenarios/test_quiet_pings.py compares
 with).
 """
 

@@ -2,11 +2,11 @@
 simulated kubelet, and the simulated GoCD server with its callback endpoint, on one clock.
 
 The API server is the project's fake by default (`FakeCluster`: fault injection, any clock); the tests
-on a real kube-apiserver pass a cluster of their own (tests/real_cluster.py), driven by the same
-simulated kubelet through the API (apiserver_node.py). A cluster with a real node (tests/node_stack.py)
-has no pod host: its own kubelet runs the pods and their agents, which reach the simulated server's
-agent API over loopback, so no simulated kubelet runs. Integration tests and the demo use it; the
-backend can be restarted (a new process would lose exactly what this loses: memory, not pods).
+on a real kube-apiserver pass a cluster of their own (tests/support/real_cluster.py), driven by the same
+simulated kubelet through the API (apiserver_node.py). A cluster with a real node
+(tests/support/node_stack.py) has no pod host: its own kubelet runs the pods and their agents, which reach the
+simulated server's agent API over loopback, so no simulated kubelet runs. Integration tests and the demo use
+it; the backend can be restarted (a new process would lose exactly what this loses: memory, not pods).
 """
 
 from __future__ import annotations

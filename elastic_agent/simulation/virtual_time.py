@@ -11,8 +11,8 @@ deleted. Nothing sleeps and no thread runs, so a seed fixes everything. The cloc
 `SimSettings.start`, the epoch second of the trace's time 0, so cron periods see the trace's time of day.
 
 `SimSettings(fast=True)` is the advisor's fast path (fast_gocd.py, fast_plugin.py): the same backend
-without JSON text, and no events that change nothing; tests/test_fast_path.py shows it gives the full
-path's pods, waits and assignments. The benchmarks keep the full path.
+without JSON text, and no events that change nothing; tests/scenarios/test_fast_path.py shows it gives the
+full path's pods, waits and assignments. The benchmarks keep the full path.
 """
 
 from __future__ import annotations

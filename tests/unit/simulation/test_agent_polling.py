@@ -1,0 +1,153 @@
+"""When an idle agent asks for work, in the simulated GoCD server and in the stand-in agent: gocd/gocd's
+`AgentWorkRetrievalScheduler` with Spring's `ExponentialBackOff` from agent.properties (the first
+get-work at once, then 1 s, growing 1.5x in whole milliseconds, up to 10 s; begun anew only after a
+job, never after a poll without work)."""
+
+from __future__ import annotations
+
+import threading
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from elastic_agent.clock import ManualClock
+from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
+from elastic_agent.simulation.gocd_model import GoCDConfig, JobState, SimulatedGoCD
+from elastic_agent.simulation.gocd_timing import PollBackOff
+from elastic_agent.simulation.standin_agent import Agent, Refused, Settings, WorkBackOff, main
+from tests.support.scripted_gocd import START, ScriptedPlugin, agent_env, key_for, schedule
+
+# Spring's execution in milliseconds: 1000, (long) 1500.0, (long) 2250.0, (long) 3375.0, (long) 5062.5,
+# (long) 7593.0, then min(11389, 10000) for ever.
+GOCD_WAITS_S = [1.0, 1.5, 2.25, 3.375, 5.062, 7.593, 10.0, 10.0, 10.0]
+
+
+def poll_times(plugin: ScriptedPlugin, clock: ManualClock, agent_id: str) -> list[float]:
+    """Record the instants `agent_id` asks should-assign-work (one entry per poll, not per job asked)."""
+    times: list[float] = []
+
+    def record(name: str, body: dict[str, Any]) -> None:
+        asked = name == "should-assign-work" and body["agent"]["agent_id"] == agent_id
+        if asked and (not times or times[-1] != clock.now()):
+            times.append(clock.now())
+
+    plugin.on_request = record
+    return times
+
+
+def gaps(times: list[float]) -> list[float]:
+    return [round(later - earlier, 6) for earlier, later in pairwise(times)]
+
+
+def test_the_default_back_off_is_gocds_agent_properties_in_whole_milliseconds() -> None:
+    config = GoCDConfig()
+    backoff = PollBackOff.of(config.get_work_delay_s, config.get_work_multiplier, config.get_work_interval_s)
+    assert backoff.delays_s(len(GOCD_WAITS_S)) == GOCD_WAITS_S
+    standin = WorkBackOff(1.0, 1.5, 10.0)  # the stand-in's defaults (Settings.from_env)
+    assert [standin.next_s() for _ in GOCD_WAITS_S] == GOCD_WAITS_S
+
+
+def test_a_new_agent_asks_for_work_at_once_then_after_1_s_growing_1_5x_up_to_10_s() -> None:
+    clock, plugin = ManualClock(START), ScriptedPlugin()
+    gocd = SimulatedGoCD(clock, plugin)
+    job = schedule(gocd, "refused")  # the plugin says no to it: the agent keeps asking
+    gocd.advance_to(START + 5)
+    asked = poll_times(plugin, clock, "pod-1")
+    gocd.agent_started("pod-1", agent_env(key_for(plugin, job.job_id), "pod-1"))
+    gocd.advance_to(START + 5 + 120)
+
+    assert asked[0] == START + 5, "the first get-work comes as the agent registers"
+    assert gaps(asked)[: len(GOCD_WAITS_S)] == GOCD_WAITS_S
+    assert set(gaps(asked)[len(GOCD_WAITS_S) :]) == {10.0}, "10 s for ever after"
+
+
+def test_after_a_job_the_agent_asks_at_once_and_its_back_off_begins_anew() -> None:
+    clock, plugin = ManualClock(START), ScriptedPlugin()
+    gocd = SimulatedGoCD(clock, plugin)
+    first = schedule(gocd, "first", duration_s=100.0)
+    schedule(gocd, "refused")
+    plugin.assign = lambda body: body["job_identifier"]["job_id"] == first.job_id
+    gocd.advance_to(START + 5)
+    gocd.agent_started("pod-1", agent_env(key_for(plugin, first.job_id), "pod-1"))
+    gocd.step()
+    assert gocd.job(first.job_id).assigned_at == START + 5
+    asked = poll_times(plugin, clock, "pod-1")
+    gocd.advance_to(START + 105 + 60)
+
+    assert gocd.job(first.job_id).state is JobState.COMPLETED
+    assert asked[0] == START + 105, "asked again the instant the job ended"
+    assert gaps(asked)[:7] == GOCD_WAITS_S[:7], "from 1 s again, not from where it was before the job"
+    names = [name for name, _ in plugin.requests]
+    completion = names.index("job-completion")
+    assert names[completion + 1] == "should-assign-work", "the job-completion reached the plugin first"
+
+
+@pytest.mark.parametrize("model", [SimulatedGoCD, FastSimulatedGoCD])
+def test_polls_without_work_do_not_begin_the_back_off_anew(model: type[SimulatedGoCD]) -> None:
+    """Registered at START + 2 with nothing to do, the agent got no work at every poll (GoCD's NoWork:
+    `NOTHING_TO_DO`), so its back-off went on: 0, 1, 2.5, ... 20.78, then every 10 s. A job admitted at
+    the tick of START + 65 is asked about at its poll of START + 72.78, not at once. The same on the
+    advisor's fast path, which does not simulate the polls that ask nothing."""
+    clock, plugin = ManualClock(START), ScriptedPlugin()
+    gocd = model(clock, plugin)
+    if isinstance(gocd, FastSimulatedGoCD):
+        gocd.allow_skipping(True)
+    gocd.advance_to(START + 2)
+    asked = poll_times(plugin, clock, "pod-1")
+    gocd.agent_started("pod-1", agent_env(gocd.issue_key(0), "pod-1"))
+    gocd.advance_to(START + 61)
+    schedule(gocd, "late")
+    gocd.advance_to(START + 100)
+
+    assert asked == [pytest.approx(START + at) for at in (72.78, 82.78, 92.78)]
+
+
+class CountedStop(threading.Event):
+    """The stand-in's stop event: records each wait and stops the agent after `waits` of them."""
+
+    def __init__(self, waits: int) -> None:
+        super().__init__()
+        self.waited: list[float] = []
+        self._left = waits
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.append(timeout if timeout is not None else -1.0)
+        self._left -= 1
+        if self._left <= 0:
+            self.set()
+        return self.is_set()
+
+
+def test_the_standin_agent_waits_as_gocds_agent_loop_does() -> None:
+    """As gocd/gocd's AgentWorkRetrievalSchedulerTest: failed and empty attempts back off together,
+    each job restarts the back-off and is followed by an attempt at once."""
+    answers: list[Any] = [None, None, Refused(503, "busy"), None, "BuildWork", "BuildWork", None, None, None]
+    stop = CountedStop(waits=7)
+    settings = Settings.from_env({"GO_EA_SERVER_URL": "http://gocd.example.test/go"})
+    agent = Agent(settings, stop)
+    jobs: list[dict[str, Any]] = []
+
+    def remoting(action: str, request_type: str, status: str = "Idle", **members: Any) -> Any:
+        if action == "get_cookie":
+            return "cookie"
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return {"type": "BuildWork", "assignment": {"n": len(jobs)}} if answer == "BuildWork" else answer
+
+    agent.remoting = remoting  # type: ignore[method-assign]
+    agent.run_job = jobs.append  # type: ignore[method-assign]
+    agent.work_loop()
+
+    assert stop.waited == [1.0, 1.5, 2.25, 3.375, 1.0, 1.5, 2.25]
+    assert jobs == [{"n": 0}, {"n": 1}] and answers == []
+
+
+def test_a_standin_back_off_that_cannot_grow_stops_the_agent_with_a_sentence(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GO_EA_SERVER_URL", "http://gocd.example.test/go")
+    monkeypatch.setenv("STANDIN_WORK_MULTIPLIER", "0.5")
+    assert main() == 2
+    assert "work back-off needs" in capsys.readouterr().err
