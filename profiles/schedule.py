@@ -22,6 +22,7 @@ restarted backend keeps applying it.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -188,6 +189,13 @@ class Schedule:
         with self._lock:
             self._change_minute, self._change = minute, change
         return change
+
+
+def change_after(schedule: Schedule | None, at: float) -> float:
+    """`schedule.next_change(at)`, infinity when there is no schedule or no change ahead: a time a
+    decision that read the values in force at `at` is next due (pool/intents.py, `Plan.due`)."""
+    change = None if schedule is None else schedule.next_change(at)
+    return math.inf if change is None else change
 
 
 def _every_minute(trigger: CronTrigger) -> bool:

@@ -394,9 +394,7 @@ class ClusterPool:
         if not self.synced:
             return now
         with self.state.lock:
-            until = quiet.quiet_until(self.state, now)
-        change = self.next_period_change()
-        return until if change is None else min(until, max(now, change))
+            return quiet.quiet_until(self.state, now)
 
     def holds(self) -> list[Hold]:
         """Fingerprints held for broken pods (holds.py), for health messages and the status pages."""

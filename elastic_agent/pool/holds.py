@@ -30,6 +30,7 @@ lock; the Applier commits changes from plan steps (intents.HoldBack, intents.Rec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -86,6 +87,12 @@ class Holds:
         if hold is None:
             return None
         return 1 if now >= hold.next_try_at and trying == 0 else 0
+
+    def next_try(self, fingerprint: str, now: float) -> float:
+        """When `allowed` may next allow a pod it does not allow at `now`: the hold's next try while it is
+        ahead; infinity otherwise (what else limits it, the pods trying, changes only with the state)."""
+        hold = self._holds.get(fingerprint)
+        return hold.next_try_at if hold is not None and now < hold.next_try_at else math.inf
 
     def held(self) -> list[Hold]:
         return list(self._holds.values())

@@ -28,10 +28,17 @@ Carried out after the lock, in plan order:
 - `Create`: create a pod (its reservation was taken with the decision).
 - `Retire`: the ordered retirement of pods already marked retiring.
 - `Say`: explain the decision in the log and, when there is a job, in its console.
+
+A plan of a server-ping's decision also says when that decision is next due (`Plan.due`): the earliest
+of the times the decision compared `now` with that are still ahead (an idle pod's expiry, the end of an
+assignment grace, a schedule period's change, a hold's next try). Until then, on the same state, the
+decision decides the same: the advisor's simulation skips the pings that would change nothing on that
+word alone (quiet.py), so the times live where the rules that compare them are.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -148,9 +155,14 @@ Intent = (
 class Plan:
     intents: tuple[Intent, ...] = ()
     message: str = ""  # for the job's console or the log, when the request needs words
+    # A server-ping's decisions: the earliest clock time, at or after the decision's `now`, at which the
+    # same decision on the same state may decide otherwise, but for registration keys growing too old
+    # (that only takes pods away: warm.py); infinity when only a change of the state can. A request's
+    # decision is made afresh at each request and leaves it at infinity.
+    due: float = math.inf
 
     def __add__(self, other: Plan) -> Plan:
-        return Plan(self.intents + other.intents, self.message or other.message)
+        return Plan(self.intents + other.intents, self.message or other.message, min(self.due, other.due))
 
 
 NOTHING = Plan()

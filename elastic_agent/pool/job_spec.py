@@ -22,7 +22,7 @@ from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
 from profiles.fingerprint import FingerprintInputs, fingerprint
 from profiles.pod_template import render_pod_template
-from profiles.schedule import Knobs, Schedule
+from profiles.schedule import Knobs, Schedule, change_after
 from profiles.schedule_warnings import schedule_warnings
 
 
@@ -43,6 +43,11 @@ class JobSpec:
         """MinIdlePods, IdleTimeout and MaxJobsPerPod in force at `now`."""
         plain = Knobs(self.min_idle_pods, self.idle_timeout, self.max_jobs_per_pod)
         return plain if self.schedule is None else self.schedule.knobs(now, plain)
+
+    def knobs_change(self, now: float) -> float:
+        """When the values `knobs` gives at `now` may next change (its ReuseSchedule's next period change);
+        infinity without a schedule."""
+        return change_after(self.schedule, now)
 
     def schedule_warnings(self) -> tuple[str, ...]:
         """Entries of its ReuseSchedule that change nothing or bring a plain value back."""

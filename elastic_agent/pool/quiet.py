@@ -1,24 +1,31 @@
 """When a server-ping could next do something to a pool that nothing else changes meanwhile.
 
-Every rule of the ping that reads the clock compares `now` with a time the state keeps: an idle pod's
-expiry (its IdleTimeout, or a ReuseSchedule period's), the grace after an assignment, a pod's
-max_pod_lifetime, the forgetting of waiting jobs, recipes and pods gone recently. A ping that found
-nothing to do finds nothing until the earliest of those times, so long as no request, watch event or
-call has changed the state in between: the advisor's simulation skips the pings of such stretches
-(simulation/quiet_pings.py). Registration keys need no time here: they only expire, so a ping that
-could not use one cannot later either.
+A ping's decisions (reaping.py, warm.py) each say when they are next due with their plan (`Plan.due`):
+the nearest time still ahead that they compare `now` with. A ping that found nothing to do finds nothing
+until the earliest of those times, or until the state forgets something it keeps (waiting jobs, recipes,
+pods gone recently), so long as no request, watch event or call has changed the state in between: the
+advisor's simulation skips the pings of such stretches (simulation/quiet_pings.py). The times are not
+restated here; the decisions are asked, so a rule cannot change without the skipping knowing.
+
+The decisions are asked with GoCD's agent list as the state has it (every registered pod listed, enabled,
+building while busy): a ping that changed nothing saw a list that agreed with the state, or one that
+differs only where the decisions' times do not depend on it (an assignment grace is due whatever the
+list says).
 
 Conservative by construction: while anything is under way (a pod booting, retiring or failed, a write
-unwritten, a call failing, a broken profile held) the answer is `now`, the ping is not skipped. The
-answer is a decision on the state, as reaping.py's are: the caller holds the pool's lock.
+unwritten, a call failing, a broken profile held) the answer is `now`, the ping is not skipped: what
+those wait for is not on the clock (a pod's log, the watch, the API server). The answer is a decision on
+the state, as reaping.py's are: the caller holds the pool's lock.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
-from elastic_agent.pool.reaping import ASSIGNMENT_GRACE_S
-from elastic_agent.pool.records import PodState
+from elastic_agent.gocd.messages import Agent
+from elastic_agent.pool import reaping, warm
+from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.pool.state import PoolState
 
 
@@ -28,23 +35,29 @@ def quiet_until(state: PoolState, now: float) -> float:
     seconds)."""
     if not state.at_rest():
         return now
-    settings = state.settings
-    times = [state.next_forgetting()]
-    for record in state.records():
-        if record.deleting or record.failed or not record.registered or record.state in _UNDER_WAY:
-            return now
-        if record.state == PodState.BUSY:
-            times.append(state.assigned_at(record.name, record.state_since) + ASSIGNMENT_GRACE_S)
-        elif record.reuse:
-            times.append(record.state_since + record.knobs(now, settings.idle_timeout).idle_timeout)
-        else:
-            times.append(record.state_since + settings.idle_timeout)
-        if record.schedule is not None:  # its own copy: the profile's may have changed since
-            change = record.schedule.next_change(now)
-            times.append(math.inf if change is None else change)
-        if settings.max_pod_lifetime:
-            times.append(record.created_at + settings.max_pod_lifetime)
-    return min((t for t in times if t >= now), default=math.inf)
+    records = state.records()
+    if any(r.deleting or r.failed or not r.registered or r.state in _UNDER_WAY for r in records):
+        return now
+    agents = as_listed(records)
+    plans = (
+        reaping.what_gocd_says(state, agents, now, state.change_mark()),
+        reaping.retirements(state, agents, now),
+        warm.for_waiting_jobs(state, now),
+        warm.warm_pool(state, now),
+    )
+    forgetting = state.next_forgetting()
+    return min([forgetting if forgetting >= now else math.inf, *(plan.due for plan in plans)])
+
+
+def as_listed(records: Iterable[PodRecord]) -> dict[str, Agent]:
+    """GoCD's agent list as the state has it: each registered pod's agent, enabled, building while the
+    pod is busy (the names as in GoCD's list-agents answer: gocd/messages.py)."""
+    listed: dict[str, Agent] = {}
+    for record in records:
+        if record.registered:
+            state = "Building" if record.state == PodState.BUSY else "Idle"
+            listed[record.name] = Agent(record.name, state, state, "Enabled")
+    return listed
 
 
 _UNDER_WAY = (PodState.BOOTING, PodState.RETIRING)

@@ -13,10 +13,15 @@ once their job is over.
 
 Two passes, each a plan committed before the next reads the state: first what GoCD's list says
 (registrations and repairs), then what retires, on the repaired states.
+
+Each plan says when its decision is next due (`Plan.due`): the nearest time still ahead that it compared
+`now` with (an assignment grace's end, an idle pod's expiry, its max_pod_lifetime, the end of the
+auto_register_timeout, a ReuseSchedule's next period change). Each time is taken where it is compared.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from elastic_agent.gocd.server import Agent
@@ -30,21 +35,28 @@ from profiles.quantities import format_duration
 # After a `true` from should-assign-work GoCD may still list the agent as Idle for a moment.
 ASSIGNMENT_GRACE_S = 30.0
 DISABLED = "Disabled"  # an agent's config_state
+ONE_JOB_PER_POD = "the profile runs one job per pod"
 
 
 def what_gocd_says(state: PoolState, agents: Mapping[str, Agent], now: float, listed_at: int) -> Plan:
     """Registrations and repairs from GoCD's agent list, which was asked for at change mark
     `listed_at` (PoolState.change_mark): a pod changed here since keeps its newer state."""
     intents: list[Intent] = []
+    due = math.inf
     for record in state.records():
         if record.deleting:
             continue
         agent = agents.get(record.name)
         if agent is not None and not record.registered:
             intents += registered(state, record, now)  # a held profile's row of broken pods ends
+        if record.state == PodState.BUSY and not record.failed:
+            # Due whatever this list says: the next one may show the agent idle (GoCD does for a moment
+            # after a `true`), and a lost job-completion is repaired once the grace is over.
+            over, ends = _grace(state, record, now)
+            due = due if over else min(due, ends)
         if not state.changed_since(record.name, listed_at):
             intents += _repair(state, record, agent, now)
-    return Plan(tuple(intents))
+    return Plan(tuple(intents), due=due)
 
 
 def _repair(state: PoolState, record: PodRecord, agent: Agent | None, now: float) -> tuple[Intent, ...]:
@@ -53,11 +65,16 @@ def _repair(state: PoolState, record: PodRecord, agent: Agent | None, now: float
     if agent.building and record.state != PodState.BUSY:
         said = f"pod {record.name} is building according to GoCD: marked busy"
         return marks.busy_with_unknown_job(record.name, now), Say(said)
-    grace_over = now - state.assigned_at(record.name, record.state_since) > ASSIGNMENT_GRACE_S
-    if not agent.building and record.state == PodState.BUSY and grace_over:
+    if not agent.building and record.state == PodState.BUSY and _grace(state, record, now)[0]:
         said = f"pod {record.name} is idle according to GoCD (a job-completion was lost): marked idle"
         return marks.idle_after_lost_completion(record, now), Release(record.name), Say(said)
     return ()
+
+
+def _grace(state: PoolState, record: PodRecord, now: float) -> tuple[bool, float]:
+    """Whether the grace after the pod's latest `true` is over at `now`, and when it ends."""
+    assigned = state.assigned_at(record.name, record.state_since)
+    return now - assigned > ASSIGNMENT_GRACE_S, assigned + ASSIGNMENT_GRACE_S
 
 
 def retirements(state: PoolState, agents: Mapping[str, Agent], now: float) -> Plan:
@@ -65,21 +82,24 @@ def retirements(state: PoolState, agents: Mapping[str, Agent], now: float) -> Pl
     with them), then one ordered retirement of them all."""
     intents: list[Intent] = []
     chosen: list[tuple[str, str]] = []
+    due = math.inf
     records = [r for r in state.records() if not r.deleting and not state.deleted_by_us(r.name)]
     for record in records:
-        reason = _reason_to_retire(state, record, agents.get(record.name), now)
+        reason, when = _reason_to_retire(state, record, agents.get(record.name), now)
+        due = min(due, when)
         if reason is None or (record.state == PodState.BUSY and not record.failed):
             continue
         if record.state != PodState.RETIRING:
             intents.append(marks.retiring(record.name, reason))
         chosen.append((record.name, reason))
     taken = {name for name, _ in chosen}
-    for record, reason in _idle_too_long(state, [r for r in records if r.name not in taken], now):
+    idle, when = _idle_too_long(state, [r for r in records if r.name not in taken], now)
+    for record, reason in idle:
         intents.append(marks.retiring(record.name, reason))
         chosen.append((record.name, reason))
     if chosen:
         intents.append(Retire(tuple(chosen)))
-    return Plan(tuple(intents))
+    return Plan(tuple(intents), due=min(due, when))
 
 
 ORPHANED = "its cluster profile was deleted or now names another cluster or namespace"
@@ -105,60 +125,80 @@ def orphaned(state: PoolState) -> Plan:
     return Plan(tuple(intents))
 
 
-def _reason_to_retire(state: PoolState, record: PodRecord, agent: Agent | None, now: float) -> str | None:
+Reason = tuple[str | None, float]  # why the pod must go (None: it stays), and when that is next due
+
+
+def _reason_to_retire(state: PoolState, record: PodRecord, agent: Agent | None, now: float) -> Reason:
     settings = state.settings
     if record.state == PodState.RETIRING:
-        return record.retire_reason or "it was retiring"
+        return record.retire_reason or "it was retiring", math.inf
     if record.failed:
         if record.reason == "Evicted" and record.state == PodState.IDLE:
-            return "it was evicted while idle"
-        return f"the pod failed ({record.reason or record.phase})"
+            return "it was evicted while idle", math.inf
+        return f"the pod failed ({record.reason or record.phase})", math.inf
     if agent is None:
         if record.registered:
-            return "its agent is no longer registered with GoCD"
+            return "its agent is no longer registered with GoCD", math.inf
         if now - record.created_at > settings.auto_register_timeout:
-            return f"its agent did not register within {format_duration(settings.auto_register_timeout)}"
-        return None
+            timeout = format_duration(settings.auto_register_timeout)
+            return f"its agent did not register within {timeout}", math.inf
+        return None, record.created_at + settings.auto_register_timeout
     if agent.building:
-        return None
+        return None, math.inf
     if agent.config_state == DISABLED:
         # GoCD gives a disabled agent no work: its pod is no capacity, and counted as idle it would keep
         # the profile's next jobs from getting a pod (an operator disabled it, or a backend was killed
         # after disable-agents before the pod's retiring mark was written).
-        return "its agent is disabled in GoCD"
+        return "its agent is disabled in GoCD", math.inf
     if not record.reuse:
         if record.state == PodState.IDLE and record.jobs_run:
-            return "its job finished (no job-completion was received) and the profile runs one job per pod"
-        if record.state == PodState.IDLE and now - record.state_since > settings.idle_timeout:
-            return f"its job never came to it within {format_duration(settings.idle_timeout)} (cancelled?)"
-        return None
-    if record.state == PodState.IDLE:
-        if not record.can_take_more_jobs(now):
-            return f"it ran {record.jobs_run} jobs (MaxJobsPerPod)"
-        if state.book.is_superseded(record.fingerprint):
-            return "its profile changed since it was created"
-        if settings.max_pod_lifetime and now - record.created_at >= settings.max_pod_lifetime:
-            return f"it is older than max_pod_lifetime ({format_duration(settings.max_pod_lifetime)})"
-    return None
+            return f"its job finished (no job-completion was received) and {ONE_JOB_PER_POD}", math.inf
+        if record.state != PodState.IDLE:
+            return None, math.inf
+        if now - record.state_since > settings.idle_timeout:
+            timeout = format_duration(settings.idle_timeout)
+            return f"its job never came to it within {timeout} (cancelled?)", math.inf
+        return None, record.state_since + settings.idle_timeout
+    if record.state != PodState.IDLE:
+        return None, math.inf
+    due = record.knobs_change(now)  # MaxJobsPerPod in force, which a period may raise as well as lower
+    if not record.can_take_more_jobs(now):
+        return f"it ran {record.jobs_run} jobs (MaxJobsPerPod)", due
+    if state.book.is_superseded(record.fingerprint):
+        return "its profile changed since it was created", math.inf
+    lifetime = settings.max_pod_lifetime
+    if lifetime and now - record.created_at >= lifetime:
+        return f"it is older than max_pod_lifetime ({format_duration(lifetime)})", math.inf
+    return None, min(due, record.created_at + lifetime) if lifetime else due
 
 
-def _idle_too_long(state: PoolState, records: list[PodRecord], now: float) -> list[tuple[PodRecord, str]]:
-    """Idle pods past their idle timeout, oldest first, keeping MinIdlePods idle pods per fingerprint."""
+def _idle_too_long(
+    state: PoolState, records: list[PodRecord], now: float
+) -> tuple[list[tuple[PodRecord, str]], float]:
+    """Idle pods past their idle timeout, oldest first, keeping MinIdlePods idle pods per fingerprint;
+    and when that is next due (a pod's expiry, a schedule's period change)."""
     by_fingerprint: dict[str, list[PodRecord]] = {}
     for record in records:
         if record.reuse and record.state == PodState.IDLE and state.alive(record):
             by_fingerprint.setdefault(record.fingerprint or "", []).append(record)
     default = state.settings.idle_timeout
     chosen: list[tuple[PodRecord, str]] = []
+    due = math.inf
     for group in by_fingerprint.values():
         idle = sorted(group, key=lambda r: r.state_since)
         knobs = {r.name: r.knobs(now, default) for r in idle}  # a schedule's period in force, if any
         keep = max(k.min_idle_pods for k in knobs.values())
         timeout_of = {name: k.idle_timeout for name, k in knobs.items()}
-        expired = [r for r in idle if now - r.state_since > timeout_of[r.name]]
+        expired = []
+        for record in idle:
+            due = min(due, record.knobs_change(now))
+            if now - record.state_since > timeout_of[record.name]:
+                expired.append(record)
+            else:
+                due = min(due, record.state_since + timeout_of[record.name])
         for record in expired[: max(0, len(idle) - keep)]:
             idle_for = format_duration(round(now - record.state_since))
             chosen.append(
                 (record, f"idle {idle_for} (idle timeout {format_duration(timeout_of[record.name])})")
             )
-    return chosen
+    return chosen, due

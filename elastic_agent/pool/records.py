@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from elastic_agent.kube.port import PodView
 from elastic_agent.pool import labels
-from profiles.schedule import Knobs, Schedule, parse_schedule
+from profiles.schedule import Knobs, Schedule, change_after, parse_schedule
 
 
 class PodState(StrEnum):
@@ -120,6 +120,11 @@ class PodRecord:
         idle_timeout = self.idle_timeout if self.idle_timeout is not None else default_idle_timeout
         plain = Knobs(self.min_idle, idle_timeout, self.max_jobs)
         return plain if self.schedule is None else self.schedule.knobs(now, plain)
+
+    def knobs_change(self, now: float) -> float:
+        """When the values `knobs` gives at `now` may next change (its schedule's next period change);
+        infinity without a schedule."""
+        return change_after(self.schedule, now)
 
     def can_take_more_jobs(self, now: float) -> bool:
         limit = self.max_jobs if self.schedule is None else self.knobs(now, 0.0).max_jobs_per_pod

@@ -5,9 +5,15 @@ Both need a registration key: a waiting job's create-agent brought one that no p
 warm pool uses keys that create-agent calls brought when an existing pod served their job (keys.py), as
 old as the pool may use (key_lifetime.py). Each decision plans every creation it wants at once, within
 the room the caps leave, and says what it wanted but could not start for want of a key.
+
+Each plan says when its decision is next due (`Plan.due`): a hold's next try, and for the warm pool a
+ReuseSchedule's next period change (MinIdlePods in force). A key's age does not count: keys only expire,
+so a decision that could not use one cannot later either, and one that could may only start fewer pods.
 """
 
 from __future__ import annotations
+
+import math
 
 from elastic_agent.pool.broken_pods import creatable
 from elastic_agent.pool.intents import Create, Intent, KeysShort, Plan, Reserve
@@ -23,6 +29,7 @@ def for_waiting_jobs(state: PoolState, now: float) -> Plan:
     view = state.indexed()
     room = state.room(view)
     intents: list[Intent] = []
+    due = math.inf
     for fingerprint in state.book.waiting_fingerprints():
         spec = state.book.recipe(fingerprint)
         if spec is None or room <= 0:
@@ -30,6 +37,7 @@ def for_waiting_jobs(state: PoolState, now: float) -> Plan:
         waiting, supply = state.demand(fingerprint, view)
         wanted = min(waiting - supply, room)
         allowed = creatable(state, fingerprint, view, now)
+        due = min(due, state.book.holds.next_try(fingerprint, now))
         wanted = wanted if allowed is None else min(wanted, allowed)
         with_keys = [
             (entry.job, entry.key)
@@ -43,7 +51,7 @@ def for_waiting_jobs(state: PoolState, now: float) -> Plan:
             create = Create(token, job, spec, held.key, said, key_since=held.since)
             intents += [Reserve(token, fingerprint), create]
             room -= 1
-    return Plan(tuple(intents))
+    return Plan(tuple(intents), due=due)
 
 
 def warm_pool(state: PoolState, now: float) -> Plan:
@@ -56,14 +64,19 @@ def warm_pool(state: PoolState, now: float) -> Plan:
     room, keys = state.room(view), usable_keys(state)
     intents: list[Intent] = []
     short: dict[str, int] = {}
+    due = math.inf
     for fingerprint, spec in state.book.recipes():
         wanted = spec.knobs(now).min_idle_pods
         short[fingerprint] = 0
-        if not wanted or state.book.is_superseded(fingerprint):
+        if state.book.is_superseded(fingerprint):
+            continue
+        due = min(due, spec.knobs_change(now))
+        if not wanted:
             continue
         waiting, ready = state.demand(fingerprint, view)
         more = max(0, wanted - (ready - waiting))
         held = creatable(state, fingerprint, view, now)  # a broken fingerprint's one try at a time
+        due = min(due, state.book.holds.next_try(fingerprint, now))
         allowed = min(more if held is None else min(more, held), room)
         short[fingerprint] = max(0, allowed - keys)  # the caps' and the hold's limits are not the keys' fault
         for _ in range(max(0, min(allowed, keys))):
@@ -71,4 +84,4 @@ def warm_pool(state: PoolState, now: float) -> Plan:
             said = "created pod {pod} ahead of demand: MinIdlePods of its profile"
             intents += [Reserve(token, fingerprint), Create(token, None, spec, None, said)]
             room, keys = room - 1, keys - 1
-    return Plan((*intents, KeysShort(WARM_POOL, short)))
+    return Plan((*intents, KeysShort(WARM_POOL, short)), due=due)
