@@ -1,6 +1,6 @@
-"""How long a job's spec is kept: a remote pod template is fetched again after JobSpecs.TTL_S (it may
-change behind its URL), a spec that depends on nothing but the request is kept as long as the cache has
-room, and a profile that does not parse is refused with its message every time."""
+"""The job specs' cache: a remote pod template is fetched again after JobSpecs.TTL_S (it may change
+behind its URL), other properties make another spec at once, and a profile that does not parse is
+refused with its message every time (its parse is not kept)."""
 
 from __future__ import annotations
 
@@ -39,24 +39,13 @@ def test_a_remote_template_changed_behind_its_url_is_taken_once_the_spec_expires
     assert after.template["spec"]["containers"][0]["image"] == "gocd/agent:v2"
 
 
-def test_an_inline_profile_s_spec_is_kept_past_the_remote_templates_expiry() -> None:
-    clock = ManualClock(1000.0)
-    specs = JobSpecs(clock, lambda url, wait=True: pytest.fail("an inline profile fetches nothing"))
-    first = specs.spec(INLINE, CLUSTER, "prod", "build")
-    for _ in range(3):
-        clock.advance(JobSpecs.TTL_S * 2)
-        again = specs.spec(dict(INLINE), CLUSTER, "prod", "build")
-        assert again is first
-    assert first.idle_timeout == 600.0 and first.reuse
-
-
 def test_changed_properties_make_a_new_spec_however_recent_the_old_one() -> None:
     specs = JobSpecs(ManualClock(1000.0), lambda url, wait=True: "")
     first = specs.spec(INLINE, CLUSTER, "prod", "build")
     changed = specs.spec({**INLINE, "IdleTimeout": "30m", "MaxMemory": "1Gi"}, CLUSTER, "prod", "build")
     assert changed.idle_timeout == 1800.0
     assert changed.fingerprint != first.fingerprint
-    assert specs.spec(INLINE, CLUSTER, "prod", "build") is first
+    assert specs.spec(dict(INLINE), CLUSTER, "prod", "build") is first
 
 
 def test_a_profile_that_does_not_parse_is_refused_with_its_message_at_every_request() -> None:

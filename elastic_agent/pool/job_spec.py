@@ -3,9 +3,9 @@
 Requests carry profile properties, not profile ids, so each request is turned into a JobSpec: the
 rendered pod template, its reuse fingerprint and the reuse knobs. Rendering can mean parsing YAML or a
 remote file, and should-assign-work must answer in well under a millisecond, so specs are cached by the
-exact properties, for a short time when the template is remote (it may change behind the same URL);
-any other spec depends on nothing but its key, so it is kept until the cache is full. The cache is keyed
-by a digest of the properties (messages.spec_key): they may hold resolved secrets.
+exact properties for a short time (remote templates may change behind the same URL); the parsed
+elastic profiles they are built from are kept longer (a parse depends on nothing else). Both caches are
+keyed by a digest of the properties (messages.spec_key, properties_key): they may hold resolved secrets.
 """
 
 from __future__ import annotations
@@ -81,8 +81,7 @@ class JobSpecs:
     def __init__(self, clock: Clock, fetch_remote: FetchRemote) -> None:
         self._clock = clock
         self._fetch = fetch_remote
-        # (when built, the spec, whether its template is remote: only those expire after TTL_S)
-        self._cache: OrderedDict[tuple[bytes, str, str, float], tuple[float, JobSpec, bool]] = OrderedDict()
+        self._cache: OrderedDict[tuple[bytes, str, str, float], tuple[float, JobSpec]] = OrderedDict()
         self._profiles: DigestCache[ElasticProfile] = DigestCache(self.MAX_ENTRIES)
         self._lock = threading.Lock()
 
@@ -114,17 +113,13 @@ class JobSpecs:
             if hit is not None and now - hit[0] < self.TTL_S:
                 self._cache.move_to_end(cache_key)
                 return hit[1]
-            if hit is not None and not hit[2]:
-                # Built again, it would be the same: its place in the cache stays as a rebuild's would.
-                self._cache[cache_key] = (now, hit[1], False)
-                return hit[1]
-        # Parsed once per set of properties, keyed by their digest as the specs are.
+        # Parsed once per set of properties, not once per spec and TTL_S.
         elastic = self._profiles.get(
             properties_key(elastic_properties), lambda: ElasticProfile.from_properties(elastic_properties)
         )
         spec = self._build(elastic, cluster, url, environment, pipeline, wait)
         with self._lock:
-            self._cache[cache_key] = (now, spec, elastic.pod_spec_type == "remote")
+            self._cache[cache_key] = (now, spec)
             while len(self._cache) > self.MAX_ENTRIES:
                 self._cache.popitem(last=False)
         return spec

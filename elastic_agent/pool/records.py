@@ -25,6 +25,10 @@ class PodState(StrEnum):
     RETIRING = "retiring"  # on its way out: never offered work again
 
 
+# PodState(text), else BOOTING for an unknown state: a lookup, cheaper than the enum's constructor.
+_STATES: dict[str, PodState] = {state.value: state for state in PodState}
+
+
 @dataclass(frozen=True)
 class PodRecord:
     name: str
@@ -68,10 +72,7 @@ class PodRecord:
                     annotations.pop(key, None)
                 else:
                     annotations[key] = value
-        try:
-            state = PodState(annotations.get(labels.ANN_STATE, "booting"))
-        except ValueError:
-            state = PodState.BOOTING
+        state = _STATES.get(annotations.get(labels.ANN_STATE, "booting"), PodState.BOOTING)
         created_at = _number(
             annotations.get(labels.ANN_CREATED_AT), pod.created_at if first_seen is None else first_seen
         )
