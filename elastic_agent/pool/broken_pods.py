@@ -88,8 +88,10 @@ def _jobs_waiting_for(state: PoolState, record: PodRecord, pod: PodView) -> Iter
 
 def _oom(pod: PodView, record: PodRecord) -> list[Intent]:
     killed = oom_killed(pod, record)
+    if killed is None:
+        return []  # every ping asks this of every pod: the annotation is read only for a kill
     job = job_from(pod.annotations.get(labels.ANN_CURRENT_JOB))
-    if killed is None or job is None or job.job_id != record.current_job_id:
+    if job is None or job.job_id != record.current_job_id:
         return []
     code = f", exit code {killed.exit_code}" if killed.exit_code is not None else ""
     text = (

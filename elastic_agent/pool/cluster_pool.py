@@ -378,7 +378,10 @@ class ClusterPool:
     def schedules(self) -> list[tuple[str, JobSpec]]:
         """The fingerprints whose profile has a ReuseSchedule, with the spec that brought it."""
         with self.state.lock:  # the book is the state's: read under its lock
-            return [(fp, spec) for fp, spec in self.state.book.recipes() if spec.schedule is not None]
+            book = self.state.book
+            if not book.any_scheduled():
+                return []
+            return [(fp, spec) for fp, spec in book.recipes() if spec.schedule is not None]
 
     def next_period_change(self) -> float | None:
         """When a schedule's period may start or end next (clock seconds); None without schedules."""

@@ -78,6 +78,8 @@ class FingerprintBook:
         # first came, so that the simulator's results are the same for a seed.
         self._waiting: dict[str, dict[int, WaitingJob]] = {}
         self._recipes: dict[str, Recipe] = {}
+        # The recipes with a ReuseSchedule: the simulator asks for their next period change at every event.
+        self._scheduled: dict[str, None] = {}
         self._superseded: dict[str, None] = {}
         self.holds = Holds()
 
@@ -105,6 +107,10 @@ class FingerprintBook:
     def recipes(self) -> Iterator[tuple[str, JobSpec]]:
         return ((fp, recipe.spec) for fp, recipe in self._recipes.items())
 
+    def any_scheduled(self) -> bool:
+        """Whether a recipe has a ReuseSchedule."""
+        return bool(self._scheduled)
+
     def is_superseded(self, fingerprint: str | None) -> bool:
         return fingerprint in self._superseded
 
@@ -125,6 +131,10 @@ class FingerprintBook:
         the key the entry held before, unused, which the newer one replaces (the newest lives longest)."""
         fingerprint = spec.fingerprint
         self._recipes[fingerprint] = Recipe(spec, now)
+        if spec.schedule is not None:
+            self._scheduled[fingerprint] = None
+        else:
+            self._scheduled.pop(fingerprint, None)
         self._superseded.pop(fingerprint, None)  # asked for again: the profile is current (again)
         jobs = self._waiting.setdefault(fingerprint, {})
         entry = jobs.get(job.job_id)
@@ -186,5 +196,6 @@ class FingerprintBook:
             unused_recipe = fingerprint not in self._waiting and fingerprint not in with_pods
             if unused_recipe and now - recipe.last_asked > _kept_s(recipe):
                 del self._recipes[fingerprint]
+                self._scheduled.pop(fingerprint, None)
         self.holds.forget_except(set(self._recipes) | set(with_pods), now)
         return unused

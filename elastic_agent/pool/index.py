@@ -14,7 +14,7 @@ from run to run, and the simulator must give the same answers for the same seed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TypeVar
 
 from elastic_agent.pool.records import PodRecord, PodState
@@ -32,6 +32,7 @@ class RecordIndex:
         self._running: dict[int, Names] = {}  # current job id -> pods
         self._created_for: dict[int, Names] = {}  # job id a one-job pod was created for -> pods
         self._ready: dict[str, Names] = {}  # fingerprint -> reuse pods booting or idle with jobs left
+        self._ready_usable: dict[str, Names] = {}  # the same, usable ones only (the warm pool counts them)
 
     def put(self, record: PodRecord) -> None:
         old = self.by_name.get(record.name)
@@ -68,6 +69,13 @@ class RecordIndex:
     def ready(self, fingerprint: str) -> Iterator[PodRecord]:
         return (self.by_name[name] for name in self._ready.get(fingerprint, ()))
 
+    def ready_usable_count(self, fingerprint: str, excluded: Collection[str]) -> int:
+        """How many of `ready(fingerprint)` are usable and not in `excluded`, without a pass over them."""
+        names = self._ready_usable.get(fingerprint)
+        if not names:
+            return 0
+        return len(names) - sum(1 for name in excluded if name in names)
+
     def _index(self, record: PodRecord) -> None:
         name = record.name
         if record.usable:
@@ -85,6 +93,8 @@ class RecordIndex:
             and record.could_take_more_jobs()
         ):
             self._ready.setdefault(record.fingerprint, {})[name] = None
+            if record.usable:
+                self._ready_usable.setdefault(record.fingerprint, {})[name] = None
 
     def _unindex(self, record: PodRecord) -> None:
         name = record.name
@@ -93,6 +103,7 @@ class RecordIndex:
         _discard(self._running, record.current_job_id, name)
         _discard(self._created_for, record.created_for_job_id, name)
         _discard(self._ready, record.fingerprint, name)
+        _discard(self._ready_usable, record.fingerprint, name)
 
 
 def _discard(index: dict[Key, Names], key: Key | None, name: str) -> None:

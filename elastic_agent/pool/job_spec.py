@@ -3,21 +3,24 @@
 Requests carry profile properties, not profile ids, so each request is turned into a JobSpec: the
 rendered pod template, its reuse fingerprint and the reuse knobs. Rendering can mean parsing YAML or a
 remote file, and should-assign-work must answer in well under a millisecond, so specs are cached by the
-exact properties for a short time (remote templates may change behind the same URL). The cache is keyed
-by a digest of the properties (messages.spec_key): they may hold resolved secrets.
+exact properties for a short time (remote templates may change behind the same URL); the parsed
+elastic profiles they are built from are kept longer (a parse depends on nothing else). Both caches are
+keyed by a digest of the properties (messages.spec_key, properties_key): they may hold resolved secrets.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from elastic_agent.caching import DigestCache
 from elastic_agent.clock import Clock
 from elastic_agent.gocd.known_server import ServerUrlUnknown
-from elastic_agent.gocd.messages import spec_key
+from elastic_agent.gocd.messages import properties_key, spec_key
 from profiles.cluster import ClusterProfile
 from profiles.elastic import ElasticProfile
 from profiles.fingerprint import FingerprintInputs, fingerprint
@@ -41,13 +44,18 @@ class JobSpec:
 
     def knobs(self, now: float) -> Knobs:
         """MinIdlePods, IdleTimeout and MaxJobsPerPod in force at `now`."""
-        plain = Knobs(self.min_idle_pods, self.idle_timeout, self.max_jobs_per_pod)
+        plain = self._plain_knobs
         return plain if self.schedule is None else self.schedule.knobs(now, plain)
 
     def knobs_change(self, now: float) -> float:
         """When the values `knobs` gives at `now` may next change (its ReuseSchedule's next period change);
         infinity without a schedule."""
         return change_after(self.schedule, now)
+
+    @functools.cached_property
+    def _plain_knobs(self) -> Knobs:
+        # Made once: the warm pool and the reaping rules ask at every ping.
+        return Knobs(self.min_idle_pods, self.idle_timeout, self.max_jobs_per_pod)
 
     def schedule_warnings(self) -> tuple[str, ...]:
         """Entries of its ReuseSchedule that change nothing or bring a plain value back."""
@@ -79,6 +87,7 @@ class JobSpecs:
         self._clock = clock
         self._fetch = fetch_remote
         self._cache: OrderedDict[tuple[bytes, str, str, float], tuple[float, JobSpec]] = OrderedDict()
+        self._profiles: DigestCache[ElasticProfile] = DigestCache(self.MAX_ENTRIES)
         self._lock = threading.Lock()
 
     def spec(
@@ -109,7 +118,10 @@ class JobSpecs:
             if hit is not None and now - hit[0] < self.TTL_S:
                 self._cache.move_to_end(cache_key)
                 return hit[1]
-        elastic = ElasticProfile.from_properties(elastic_properties)
+        # Parsed once per set of properties, not once per spec and TTL_S.
+        elastic = self._profiles.get(
+            properties_key(elastic_properties), lambda: ElasticProfile.from_properties(elastic_properties)
+        )
         spec = self._build(elastic, cluster, url, environment, pipeline, wait)
         with self._lock:
             self._cache[cache_key] = (now, spec)

@@ -7,6 +7,7 @@ the index and the status pages cannot disagree about them.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ class PodState(StrEnum):
     IDLE = "idle"  # registered, waiting for a job
     BUSY = "busy"  # running a job
     RETIRING = "retiring"  # on its way out: never offered work again
+
+
+# PodState(text), else BOOTING for an unknown state: a lookup, cheaper than the enum's constructor.
+_STATES: dict[str, PodState] = {state.value: state for state in PodState}
 
 
 @dataclass(frozen=True)
@@ -59,16 +64,15 @@ class PodRecord:
         backend that created it), else `first_seen`, when this backend first saw the pod. The API
         server's creationTimestamp comes from another machine's clock; compared with ours, a skew of
         minutes would retire pods early or keep them past their lifetime."""
-        annotations: dict[str, str] = dict(pod.annotations)
-        for key, value in (overlay or {}).items():
-            if value is None:
-                annotations.pop(key, None)
-            else:
-                annotations[key] = value
-        try:
-            state = PodState(annotations.get(labels.ANN_STATE, "booting"))
-        except ValueError:
-            state = PodState.BOOTING
+        annotations: Mapping[str, str] = pod.annotations
+        if overlay:
+            annotations = dict(annotations)
+            for key, value in overlay.items():
+                if value is None:
+                    annotations.pop(key, None)
+                else:
+                    annotations[key] = value
+        state = _STATES.get(annotations.get(labels.ANN_STATE, "booting"), PodState.BOOTING)
         created_at = _number(
             annotations.get(labels.ANN_CREATED_AT), pod.created_at if first_seen is None else first_seen
         )
@@ -142,6 +146,12 @@ def job_id_of(annotation: str | None) -> int | None:
     boolean is not a job id, although Python counts booleans as integers."""
     if not annotation:
         return None
+    return _job_id_in(annotation)
+
+
+@functools.lru_cache(maxsize=4096)
+def _job_id_in(annotation: str) -> int | None:
+    # A pod's record is read again at each change of the pod, its job annotations mostly unchanged.
     try:
         value = json.loads(annotation)
     except ValueError:

@@ -227,7 +227,10 @@ class PoolState:
     def demand(self, fingerprint: str, view: RecordIndex) -> tuple[int, int]:
         """(waiting jobs, pods that will be able to take one: booting, idle, being created)."""
         creating = sum(1 for fp in self.in_flight(view) if fp == fingerprint)
-        return self.book.waiting_count(fingerprint), len(self.ready(fingerprint, view)) + creating
+        # len(self.ready(...)), counted from the index: the warm pool asks at every ping and decision.
+        superseded = self.book.is_superseded(fingerprint)
+        ready = 0 if superseded else view.ready_usable_count(fingerprint, self._deleted)
+        return self.book.waiting_count(fingerprint), ready + creating
 
     def in_flight(self, view: RecordIndex) -> list[str]:
         """Fingerprints of the pods being created that the view does not show alive yet: the cluster view
@@ -390,7 +393,8 @@ class PoolState:
     def forget_deleted(self) -> None:
         """Deleted pods the watch no longer shows need no remembering."""
         with self.lock:
-            self._deleted &= self.known_pod_names()
+            if self._deleted:  # at every ping: most have none, and the names cost a pass over the pods
+                self._deleted &= self.known_pod_names()
 
     # -- problems with the cluster, for GoCD's health messages ------------------------------------------
 

@@ -142,7 +142,8 @@ def selected(obj: Mapping[str, Any] | None, labels: list[Requirement], fields: M
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: objects merge recursively, null removes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        # A string or number is immutable: deepcopy would return it as it is, after a dispatch.
+        return patch if isinstance(patch, str | int | float) else copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:

@@ -16,6 +16,7 @@ Objects are plain JSON-shaped dicts; callers always get deep copies, never the s
 from __future__ import annotations
 
 import copy
+import functools
 import threading
 import uuid
 from collections import deque
@@ -48,8 +49,12 @@ __all__ = ["Change", "FakeKubeStore", "Obj", "StoreError", "parse_label_selector
 StoreListener = Callable[[str, Obj], None]  # (ADDED|MODIFIED|DELETED, pod copy)
 
 
+@functools.lru_cache(maxsize=64)  # a kubelet writes several events in one instant
 def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # strftime's "%Y-%m-%dT%H:%M:%SZ", formatted here: strftime goes through the C library, at twice
+    # the cost (years before 1000, which it would not pad, are not epoch times).
+    at = datetime.fromtimestamp(epoch, UTC)
+    return f"{at.year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:{at.second:02d}Z"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -95,6 +95,11 @@ class SimulationKubeStore(FakeKubeStore):
     def _new_uid(self) -> str:
         return f"uid-{self._rv + 1}"  # deterministic for a seed, unlike uuid4
 
+    def get_pod(self, ns: str, name: str) -> Obj:
+        with self._txn():
+            self._tick_locked()
+            return json_copy(self._pod(ns, name))  # a copy still: the caller (the kubelet) may change it
+
     def patch_pod(self, ns: str, name: str, patch: Any, content_type: str) -> Obj:
         if "json-patch" in content_type or not isinstance(patch, dict) or set(patch) - {"metadata"}:
             return super().patch_pod(ns, name, patch, content_type)
@@ -202,6 +207,8 @@ class InProcessCluster:
         self._selector = dict(selector)
         self._selector_items = tuple(self._selector.items())
         self._cache: dict[str, PodView] = {}
+        # Each cached pod's spec and status objects, as the store shares them between versions.
+        self._bodies: dict[str, tuple[object, object]] = {}
         self._listeners: list[PodListener] = []
         self._rename = rename
         self._name_prefix = name_prefix
@@ -282,6 +289,7 @@ class InProcessCluster:
         for item in items:
             self._on_change("MODIFIED", item)
         for name in [name for name in self._cache if name not in listed]:
+            self._bodies.pop(name, None)
             self._tell("DELETED", self._cache.pop(name))
 
     def add_listener(self, listener: PodListener) -> None:
@@ -342,6 +350,7 @@ class InProcessCluster:
         except StoreError as error:
             if error.code != 404:
                 raise _cluster_error(error, "delete") from None
+            self._bodies.pop(name, None)
             gone = self._cache.pop(name, None)
             if gone is not None:
                 self._tell("DELETED", gone)
@@ -411,14 +420,19 @@ class InProcessCluster:
         pod_labels = meta.get("labels") or {}
         ours = all(pod_labels.get(key) == value for key, value in self._selector_items)
         if kind == "DELETED" or not ours:
+            self._bodies.pop(name, None)
             gone = self._cache.pop(name, None)
             if gone is not None:
                 self._tell("DELETED", gone)
             return
-        view = pod_view(obj)
-        existed = name in self._cache
+        before = self._cache.get(name)
+        body = (obj.get("spec"), obj.get("status"))
+        kept = self._bodies.get(name)
+        same = before is not None and kept is not None and kept[0] is body[0] and kept[1] is body[1]
+        view = pod_view(obj, before if same else None)
+        self._bodies[name] = body
         self._cache[name] = view
-        self._tell("MODIFIED" if existed else "ADDED", view)
+        self._tell("MODIFIED" if before is not None else "ADDED", view)
 
     def _tell(self, kind: str, view: PodView) -> None:
         for listener in self._listeners:

@@ -71,6 +71,9 @@ def test_the_index_answers_as_a_scan_of_all_records_after_random_puts_and_remova
                 and r.state in (PodState.BOOTING, PodState.IDLE)
                 and r.could_take_more_jobs()
             )
+            excluded = set(rng.sample(NAMES, rng.randrange(4)))
+            counted = [r for r in index.ready(fingerprint) if r in usable and r.name not in excluded]
+            assert index.ready_usable_count(fingerprint, excluded) == len(counted), step
 
 
 def test_a_changed_pod_keeps_its_place_in_the_cluster_view() -> None:
