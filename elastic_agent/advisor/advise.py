@@ -351,12 +351,10 @@ def run_advisor(
         return 1
     assumed = "" if trace.origin_given else " (the trace gives none: assumed)"
     out(f"# Advice for {trace_path}\n\n{describe(jobs_all)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
-    # The fast path (simulation/fast_plugin.py): the same pods, waits and assignments as the benchmarks'
-    # full path, for less work (tests/test_fast_path.py).
     split = split_trace(jobs_all, trace.origin, schedules.timezone, learn_days)
     out(split.describe(jobs_all) + "\n")
     settings = SimSettings(
-        seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
+        seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at
     )
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs_all:
