@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (case,) = cases(("pipelines",), args.quick, args.seed, args.commits_per_hour)
     jobs = case.jobs
     settings = SimSettings(
-        seed=args.seed, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp(), fast=True
+        seed=args.seed, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp()
     )
     print(f"{describe(jobs)}; `{case.hint}`", flush=True)
     request = Request(

@@ -6,8 +6,7 @@ candidate set, with the wall time of every simulation.
     python -m benchmarks.advisor_speed --jobs 5000         # a minute or so
     python -m benchmarks.advisor_speed --exhaustive        # every candidate run (the reference)
 
-The advisor runs the fast path (SimSettings(fast=True)); tests/scenarios/test_fast_path.py shows it gives the
-full path's pods, waits and assignments. Other work on the machine's cores slows every run: the load average
+Other work on the machine's cores slows every run: the load average
 before and after is printed with the times, and the CPU time of this process and of the workers it
 waited for (resource.getrusage), which other work changes far less.
 """

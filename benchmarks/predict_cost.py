@@ -61,14 +61,14 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     reuse = {"Reuse": "true", "IdleTimeout": "2m"}
     pipeline = two_stages(args.runs)
-    for fast in (False, True):
-        settings = SimSettings(seed=3, fast=fast)
-        path = "fast" if fast else "full"
-        name = f"two stages, {args.runs} runs, {path} path"
+    for skip in (False, True):
+        settings = SimSettings(seed=3, skip_idle_events=skip)
+        path = "idle events skipped" if skip else "every event"
+        name = f"two stages, {args.runs} runs, {path}"
         print(line(f"{name}, Predict=false", pipeline, reuse, settings))
         print(line(f"{name}, Predict=true", pipeline, {**reuse, "Predict": "true"}, settings))
     standard = generate(WorkloadSpec(jobs=20000, days=1), seed=1)[: args.standard_jobs]
-    settings = SimSettings(seed=1, pending_pods_count=1000, fast=True)
+    settings = SimSettings(seed=1, pending_pods_count=1000)
     for idle in ("2m", "10m"):
         plain = {"Reuse": "true", "IdleTimeout": idle}
         name = f"standard[:{args.standard_jobs}], {idle}"

@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = SimSettings(
-        seed=args.seed, pending_pods_count=args.pending_pods, start=DEFAULT_ORIGIN.timestamp(), fast=True
+        seed=args.seed, pending_pods_count=args.pending_pods, start=DEFAULT_ORIGIN.timestamp()
     )
     command = "python -m benchmarks.prediction_compare " + shlex.join(
         argv if argv is not None else sys.argv[1:]
@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wall_s = time.perf_counter() - started
         load_after = os.getloadavg()
         cost = (
-            f"{len(runs)} simulations (the advisor's fast path), {args.workers} worker processes: "
+            f"{len(runs)} simulations in virtual time, {args.workers} worker processes: "
             f"{cpu_s:.0f} s of CPU in all, {wall_s:.0f} s wall; load average {load_before[0]:.2f} before, "
             f"{load_after[0]:.2f} after."
         )

@@ -3,7 +3,7 @@
     python -m benchmarks.schedule_compare --trace standard    # writes results/schedule_compare_standard.*
     python -m benchmarks.schedule_compare --trace week        # writes results/schedule_compare_week.*
     python -m benchmarks.schedule_compare --quick             # both, small, a few policies: a smoke run
-    python -m benchmarks.schedule_compare --trace week --holdout --fast
+    python -m benchmarks.schedule_compare --trace week --holdout
                                             # writes results/schedule_compare_week_holdout.*
 
 Each trace is replayed whole (every profile, as in benchmarks/compare.py) once per flat setting
@@ -205,14 +205,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pending-pods", type=int, default=1000, help="pending_pods_count (as compare.py)")
     parser.add_argument("--quick", action="store_true", help="small traces, three policies each")
     parser.add_argument(
-        "--fast",
-        action="store_true",
-        help=(
-            "the advisor's fast path (same figures, tests/scenarios/test_fast_path.py); "
-            "default: the full JSON path"
-        ),
-    )
-    parser.add_argument(
         "--holdout",
         action="store_true",
         help="learn the schedules on the first days, judge every policy on the rest (advisor/holdout.py)",
@@ -229,7 +221,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         pending_pods_count=args.pending_pods,
         start=DEFAULT_ORIGIN.timestamp(),
-        fast=args.fast,
     )
     flat = ("10m", "60m") if args.quick else FLAT
     variants = VARIANTS[-1:] if args.quick else VARIANTS

@@ -30,7 +30,7 @@ def create_agent(body: str, ctx: RequestContext) -> Response:
 
 
 def create_agent_request(request: CreateAgentRequest, ctx: RequestContext) -> Response:
-    """create-agent on a parsed request (the simulator's fast path calls this directly)."""
+    """create-agent on a parsed request (the in-process simulations call this directly)."""
     cluster = request.cluster
     backend = ctx.backend
     gocd = ctx.gocd()

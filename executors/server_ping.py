@@ -31,7 +31,7 @@ def server_ping(body: str, ctx: RequestContext) -> Response:
 
 
 def server_ping_request(request: ServerPingRequest, ctx: RequestContext) -> Response:
-    """server-ping on a parsed request (the simulator's fast path calls this directly)."""
+    """server-ping on a parsed request (the in-process simulations call this directly)."""
     backend = ctx.backend
     gocd = ctx.gocd()
     marks = backend.change_marks()  # before the list: a change made after it is newer than the list

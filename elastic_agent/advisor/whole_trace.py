@@ -76,7 +76,7 @@ def advise_trace(
     progress: Callable[[str], None] | None = None,
     bar: bool = False,
 ) -> TraceAdvice:
-    """Every profile's advice; `settings` are the server's (`server.settings`), its fast path on."""
+    """Every profile's advice; `settings` are the server's (`server.settings`)."""
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs:
         by_profile.setdefault(job.profile, []).append(job)
@@ -172,10 +172,8 @@ def run_advisor(
     out(f"# Advice for {trace_path}\n\n{describe(jobs)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
     split = split_trace(jobs, trace.origin, request.schedules.timezone, learn_days)
     out(split.describe(jobs) + "\n")
-    # The fast path (simulation/fast_plugin.py): the same pods, waits and assignments as the benchmarks'
-    # full path, for less work (tests/scenarios/test_fast_path.py).
     base = SimSettings(
-        seed=seed, pending_pods_count=pending_pods, start=trace.start, fast=True, judged_from_s=split.at
+        seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at
     )
     settings = server.settings(base)
     found = advise_trace(

@@ -6,7 +6,7 @@ prediction, and prediction with a schedule, so that what each setting buys shows
 
 The live part is short because it runs in scaled real time; the day is long enough to hold quiet hours
 and repeated pipeline runs, which is where the idle timeouts differ and where prediction has something to
-learn. The day's runs use the simulator's fast path (the same decisions, fewer events) and two processes.
+learn. The day's runs use two processes.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def _schedule(trace: Sequence[TraceJob], settings: SimSettings) -> dict[str, dic
 def virtual_comparison(trace: Sequence[TraceJob], seed: int, workers: int = 2, show: bool = False) -> str:
     """The trace in virtual time (no HTTP, no sleeping) through the real executors and pool, one run per
     row."""
-    settings = SimSettings(seed=seed, fast=True, start=DEFAULT_ORIGIN.timestamp())
+    settings = SimSettings(seed=seed, start=DEFAULT_ORIGIN.timestamp())
     policies = [SimPolicy("one pod per job", {"Reuse": "false"})]
     policies += [
         SimPolicy(f"reuse, IdleTimeout {t}", {"Reuse": "true", "IdleTimeout": t})

@@ -108,7 +108,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
         self._waiting: dict[int, Job] = {}
         self._waiting_by_env: dict[str | None, dict[int, Job]] = {}
         self._dormant_by_env: dict[str | None, set[str]] = {}
-        # Waiting job id -> its should-assign-work members, encoded (fast_gocd.py keeps them as values).
+        # Waiting job id -> its should-assign-work members, encoded (gocd_inprocess.py keeps them as values).
         self._encoded_jobs: dict[int, Any] = {}
         self._polls: TimedQueue[str] = TimedQueue(self._poll_is_current)  # agent ids
         self._completions: TimedQueue[int] = TimedQueue(self._completion_is_current)  # job ids
@@ -552,7 +552,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
         return self._backoff.next_poll(agent.backoff_since, after, inclusive=inclusive)
 
     def _agent_status(self, agent: Agent) -> Any:
-        """The agent's part of a should-assign-work body (encoded here; fast_gocd.py keeps the value)."""
+        """The agent's part of a should-assign-work body (encoded here; gocd_inprocess.py keeps the value)."""
         return agent.status_text()
 
     def _should_assign_body(self, status: Any, job: Job) -> dict[str, Any] | str:

@@ -246,7 +246,7 @@ class GoCDStats:
     assignments: int = 0
     job_completions_sent: int = 0
     pings_sent: int = 0
-    pings_skipped: int = 0  # the fast path's, when nothing could be due (quiet_pings.py)
+    pings_skipped: int = 0  # when nothing could be due (quiet_pings.py)
     registrations_accepted: int = 0
     registrations_refused: int = 0
     jobs_rescheduled: int = 0

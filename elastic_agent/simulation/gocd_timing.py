@@ -71,7 +71,7 @@ class PollBackOff:
     So an agent's polls are a pure function of the instant its back-off last began (`since`: its
     registration, or the end of its last job): since + 0, + 1, + 2.5, + 4.75, ... s, then every 10 s. Any
     poll time is computed without replaying the polls before it, and skipping the polls that would ask
-    nothing (fast_gocd.py) cannot move the later ones. The time an agent spends in the get-work request
+    nothing (gocd_inprocess.py) cannot move the later ones. The time an agent spends in the get-work request
     itself is not added (the model's polls take no virtual time)."""
 
     offsets_s: tuple[float, ...]  # from `since`, the polls before the delays reach the maximum

@@ -2,7 +2,8 @@
 
 `VirtualStack` has the surface of `stack.Stack` (the simulated GoCD server, profiles, pods, the
 plugin's transport, a backend restart) over the pieces the discrete-event simulation uses: one
-`VirtualClock`, the in-process backend, the simulation store and the simulated kubelet. Nothing runs by
+`VirtualClock`, the in-process server and backend (requests as values: virtual_time.ProjectPlugin), the
+simulation store and the simulated kubelet; every event is simulated (no skipping). Nothing runs by
 itself: `run_until(condition)` and `run_for(seconds)` step from one due event to the next, so a test
 says what must happen by when in simulated time and never races a wall clock. The HTTP stack stays for
 what needs the real service (the bridge contract, threads, a process).
@@ -18,7 +19,8 @@ from elastic_agent.backend import Backend
 from elastic_agent.clock import Clock
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_callbacks import ServerApi
-from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
+from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
+from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.inprocess_cluster import SimulationKubeStore
 from elastic_agent.simulation.kubelet import BootDelay, FaultPolicy, SimulatedKubelet
 from elastic_agent.simulation.virtual_time import START, PluginWorld, ProjectPlugin, SimSettings, VirtualClock
@@ -40,6 +42,11 @@ class _Switch:
         if self.plugin is None:
             return 503, "backend not running"
         return self.plugin.send(request_name, body)
+
+    def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
+        if self.plugin is None:
+            return 503, "backend not running"
+        return self.plugin.send_value(request_name, body)
 
 
 class SkewedClock:
@@ -74,8 +81,9 @@ class VirtualStack:
         self.store.add_listener(self._heard)
         self.namespace = namespace
         self.transport = _Switch()
-        self.gocd = SimulatedGoCD(self.clock, self.transport, gocd or GoCDConfig(seed=1))
-        self._world = PluginWorld(self.clock, self.store, ServerApi(self.gocd), SimSettings(console=True))
+        self.gocd = InProcessGoCD(self.clock, self.transport, gocd or GoCDConfig(seed=1))
+        settings = SimSettings(console=True)
+        self._world = PluginWorld(self.clock, self.store, ServerApi(self.gocd), settings, model=self.gocd)
         self.kubelet = SimulatedKubelet(
             self.store, self.clock, self.gocd, boot_delay=boot_delay, faults=faults
         )

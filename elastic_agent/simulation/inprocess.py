@@ -1,9 +1,11 @@
 """The backend in process, for virtual time: the real executors, pool and reaper, without HTTP or threads.
 
 Every difference from production is a part passed in through a seam, never a patch:
-- `InProcessServerCalls`: the `ServerTransport` of the backend's `GoCDClient`, answered by `ServerApi`
-  (the simulated server's `GoApplicationAccessor.submit`), so bodies and answers are read by the
-  production code.
+- The backend's GoCD server: given the simulated server itself, `DirectGoCDServer` (direct_gocd.py)
+  calls its methods without JSON between them; otherwise (a test that puts faults into the server's API)
+  a `GoCDClient` whose `ServerTransport` is `InProcessServerCalls`, answered by `ServerApi` (the
+  simulated server's `GoApplicationAccessor.submit`), so bodies and answers are read by the production
+  code.
 - `DeferredWriter`: the pools' `StateWriter`. Production persists state changes from a thread "soon"
   after a decision; here the driver drains the queue after every event (the decisions and the in-memory
   overlay are the same, only *when* the patch is sent changes: from "a few milliseconds later" to "at
@@ -15,13 +17,12 @@ Every difference from production is a part passed in through a seam, never a pat
   of the instant (inprocess_cluster.py), so the requests of the instant a pool is connected meet a cache
   that has not synced, as in production.
 - `SyncNarrator`: console lines are sent at once on the caller's thread (or only counted).
-- `InProcessTransport`: the simulated server's `PluginTransport`, calling the executors of the dispatch
-  table directly (with the same error-to-answer mapping as the HTTP app).
+
+GoCD's requests reach the executors through `InProcessTransport` (inprocess_requests.py), as values.
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,14 +35,10 @@ from elastic_agent.gocd.server import CONSOLE_LOG, GoCDClient, GoCDServer
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool.remote_file import RemoteFileFetcher
 from elastic_agent.pool.writer import AnnotationWriter, PendingWrites, StateWriter
-from elastic_agent.service.app import answer_safely
+from elastic_agent.simulation.direct_gocd import DirectGoCDServer
 from elastic_agent.simulation.gocd_callbacks import ServerApi
+from elastic_agent.simulation.gocd_model import SimulatedGoCD
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster, answer_lists
-from executors.base import RequestContext
-from executors.base import Response as PluginResponse
-from executors.dispatch import executor_for
-
-CALLBACK_URL = "inprocess://gocd"
 
 
 class InProcessServerCalls:
@@ -203,16 +200,19 @@ def build_inprocess_backend(
     cluster_factory: Callable[[list[InProcessCluster]], ClusterFactory],
     *,
     console: bool = True,
+    model: SimulatedGoCD | None = None,
 ) -> InProcessBackend:
     """The wiring of `service.wsgi.build_backend`, with the in-process GoCD server and no threads.
     `cluster_factory(lists)`: the backend's cluster factory, whose ports leave their first list in
-    `lists` for the driver (store_cluster_factory's `lists` option)."""
-    calls = InProcessServerCalls(api, console=console)
+    `lists` for the driver (store_cluster_factory's `lists` option). `model`: the server behind `api`,
+    called directly (DirectGoCDServer); None: every call goes through `api`."""
+    client = GoCDClient(InProcessServerCalls(api, console=console))
+    gocd: GoCDServer = client if model is None else DirectGoCDServer(model, client, console=console)
     writers, work = DeferredWriters(), DeferredWork()
     lists: list[InProcessCluster] = []
     backend = Backend(
         clock=clock,
-        gocd_servers=OneGoCDServer(GoCDClient(calls)),
+        gocd_servers=OneGoCDServer(gocd),
         cluster_factory=cluster_factory(lists),
         remote_files=RemoteFileFetcher(clock, background=work),
         narrator=SyncNarrator(),
@@ -220,25 +220,3 @@ def build_inprocess_backend(
         background_factory=work,
     )
     return InProcessBackend(backend, writers, work, lists)
-
-
-class InProcessTransport:
-    """The simulated server's `PluginTransport`, answered by the executors directly."""
-
-    def __init__(self, backend: Backend, callback_url: str = CALLBACK_URL) -> None:
-        self.backend = backend
-        self._context = RequestContext(backend, callback_url)
-        self.requests: dict[str, int] = {}
-        self.seconds: dict[str, float] = {}  # real time spent in the backend, per request name
-
-    def send(self, request_name: str, body: str) -> tuple[int, str]:
-        started = time.perf_counter()
-        executor = executor_for(request_name)
-        if executor is None:
-            return 404, f"'{request_name}' is not a request this plugin knows."
-        answer: PluginResponse = answer_safely(
-            request_name, lambda: executor(body, self._context), lambda: body
-        )
-        self.requests[request_name] = self.requests.get(request_name, 0) + 1
-        self.seconds[request_name] = self.seconds.get(request_name, 0.0) + time.perf_counter() - started
-        return answer.status, answer.body

@@ -1,4 +1,4 @@
-"""Server-pings the advisor's fast path does not send, because the backend can show they would do nothing.
+"""Server-pings the in-process simulation does not send, because the backend can show they would do nothing.
 
 GoCD pings every minute (`ElasticAgentPluginService.heartbeat`); on a quiet night or weekend each ping
 reads every pool and decides nothing. A ping is a function of the backend's state, GoCD's agent list
@@ -11,8 +11,8 @@ other kind ends the quiet stretch, and the ping after it is sent.
 
 `step_begins` and `step_ended` bracket each loop step of the driver (virtual_time.py), which says
 whether the step was eventful; `skip` is asked before each step whose only due event may be the
-model's next ping. The full path never skips (it is the reference tests/scenarios/test_quiet_pings.py compares
-with).
+model's next ping. A run with `SimSettings(skip_idle_events=False)` never skips (it is the reference
+tests/scenarios/test_quiet_pings.py compares with).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from elastic_agent.backend import Backend
-from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
+from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX
 
 PING = REQUEST_PREFIX + "server-ping"
@@ -42,7 +42,7 @@ class _Inputs:
 class QuietPings:
     def __init__(
         self,
-        model: FastSimulatedGoCD,
+        model: InProcessGoCD,
         backend: Backend,
         requests: dict[str, int],
         store_changes: Callable[[], int],

@@ -10,9 +10,14 @@ plugin settle (the backend's deferred annotation writes) and the kubelet see wha
 deleted. Nothing sleeps and no thread runs, so a seed fixes everything. The clock starts at
 `SimSettings.start`, the epoch second of the trace's time 0, so cron periods see the trace's time of day.
 
-`SimSettings(fast=True)` is the advisor's fast path (fast_gocd.py, fast_plugin.py): the same backend
-without JSON text, and no events that change nothing; tests/scenarios/test_fast_path.py shows it gives the
-full path's pods, waits and assignments. The benchmarks keep the full path.
+This project's backend is reached one way in process, `ProjectPlugin`: the simulated server
+(gocd_inprocess.py) hands it each request as a value and its executors answer, without JSON text
+(inprocess_requests.py); its calls back into GoCD go to the server's methods (direct_gocd.py). Events
+that change nothing (idle polls, idle scheduler ticks, pings the backend shows to be quiet) are not
+simulated while nothing waits on an event (`SimSettings.skip_idle_events`);
+tests/scenarios/test_fast_path.py and tests/scenarios/test_quiet_pings.py show the pods, waits and
+assignments are those of a run that simulates every event. Another plugin (a baseline) gets the requests
+as JSON text and every event.
 """
 
 from __future__ import annotations
@@ -29,15 +34,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 from elastic_agent.backend import ClusterFactory
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
-from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
 from elastic_agent.simulation.gocd_callbacks import ServerApi
-from elastic_agent.simulation.gocd_model import GoCDConfig, SimulatedGoCD
-from elastic_agent.simulation.inprocess import InProcessTransport, build_inprocess_backend
+from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
+from elastic_agent.simulation.gocd_model import GoCDConfig
+from elastic_agent.simulation.gocd_transport import encode
+from elastic_agent.simulation.inprocess import build_inprocess_backend
 from elastic_agent.simulation.inprocess_cluster import (
     InProcessCluster,
     SimulationKubeStore,
     store_cluster_factory,
 )
+from elastic_agent.simulation.inprocess_requests import InProcessTransport
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
 from elastic_agent.traces.measures import PolicyResult
@@ -46,7 +53,6 @@ from profiles.quantities import format_duration, parse_duration
 from profiles.schedule import parse_schedule
 
 if TYPE_CHECKING:
-    from elastic_agent.simulation.fast_plugin import FastProjectPlugin
     from elastic_agent.simulation.quiet_pings import QuietPings
 
 START = 1_700_000_000.0
@@ -97,10 +103,10 @@ class SimSettings:
     console: bool = False  # write decision lines to job consoles (costs time, changes no measure)
     tail_s: float | None = None  # after the last job: run this long (None: until pods are gone or 2h)
     start: float = START  # epoch seconds at which the trace's time 0 lies (cron schedules read the clock)
-    # The advisor's fast path (fast_gocd.py, fast_plugin.py): the same results with less work; only for
-    # this project's backend (another plugin runs the full path).
-    fast: bool = False
-    quiet_pings: bool = True  # on the fast path, skip the pings that would change nothing (quiet_pings.py)
+    # Skip the events that change nothing (gocd_inprocess.py): the same results with less work; only for
+    # this project's backend (another plugin gets every event). False: the reference the tests compare with.
+    skip_idle_events: bool = True
+    quiet_pings: bool = True  # with skip_idle_events: skip the pings that change nothing (quiet_pings.py)
     # Seconds from the trace's time 0 before which nothing is counted: the jobs arriving earlier and the
     # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
     judged_from_s: float = 0.0
@@ -142,7 +148,8 @@ class PluginWorld:
     settings: SimSettings
     # Numbers the pods the plugin creates; the world's, so that a restarted plugin goes on counting.
     pod_counter: Callable[[], int] = field(default_factory=lambda: itertools.count(1).__next__)
-    model: SimulatedGoCD | None = None  # the server itself, for a plugin that skips its API's JSON
+    # The server behind `api`, for a plugin that calls its methods directly; None: only through `api`.
+    model: InProcessGoCD | None = None
 
     def cluster_factory(self, lists: list[InProcessCluster]) -> ClusterFactory:
         """The plugin's cluster factory over the world's store; its ports leave their first pod list in
@@ -151,7 +158,8 @@ class PluginWorld:
 
 
 class SimulatedPlugin(Protocol):
-    def send(self, request_name: str, body: str) -> tuple[int, str]: ...
+    def send(self, request_name: str, body: str) -> tuple[int, str]:
+        """A request as JSON text, as GoCD's `GoPlugin.handle()` gets it."""
 
     def settle(self) -> None:
         """Finish what the plugin does "right after" a request (deferred writes)."""
@@ -170,14 +178,18 @@ PluginFactory = Callable[[PluginWorld], SimulatedPlugin]
 
 
 class ProjectPlugin:
-    """This project's backend, in process."""
+    """This project's backend, in process: requests as values (`send_value`), text only for what a
+    scenario writes by hand (`send`); its calls into GoCD to the world's server directly when it has one."""
 
     def __init__(self, world: PluginWorld) -> None:
         self.backend = build_inprocess_backend(
-            world.clock, world.api, world.cluster_factory, console=world.settings.console
+            world.clock, world.api, world.cluster_factory, console=world.settings.console, model=world.model
         )
         self.transport = InProcessTransport(self.backend.backend)
         self.settle_s = 0.0
+
+    def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
+        return self.transport.send_value(request_name, body)
 
     def send(self, request_name: str, body: str) -> tuple[int, str]:
         return self.transport.send(request_name, body)
@@ -244,7 +256,8 @@ def cluster_properties(settings: SimSettings, overrides: Mapping[str, str]) -> d
 
 
 class _LateTransport:
-    """The model needs a transport before the plugin (which needs the model's API) exists."""
+    """The model needs a transport before the plugin (which needs the model's API) exists. This project's
+    backend takes the requests as values; another plugin gets them as the JSON text GoCD sends."""
 
     target: SimulatedPlugin | None = None
 
@@ -252,15 +265,12 @@ class _LateTransport:
         assert self.target is not None
         return self.target.send(request_name, body)
 
-
-class _LateValueTransport(_LateTransport):
-    """The same for the fast path's model (fast_gocd.py), which sends values to a plugin that takes them."""
-
-    target: FastProjectPlugin | None = None
-
     def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
-        assert self.target is not None
-        return self.target.send_value(request_name, body)
+        target = self.target
+        if isinstance(target, ProjectPlugin):
+            return target.send_value(request_name, body)
+        assert target is not None
+        return target.send(request_name, encode(body))
 
 
 class Simulation:
@@ -274,20 +284,15 @@ class Simulation:
         self.store.add_listener(self.tracker.on_change)
         self._changes = self._changes_seen = 0
         self.store.add_listener(self._count_change)
-        self.fast: FastProjectPlugin | None = None
-        if settings.fast and policy.plugin is ProjectPlugin:
-            from elastic_agent.simulation.fast_plugin import FastProjectPlugin  # it builds on ProjectPlugin
-
-            values = _LateValueTransport()
-            self.model: SimulatedGoCD = FastSimulatedGoCD(self.clock, values, settings.gocd_config())
-            world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings, model=self.model)
-            self.fast = values.target = FastProjectPlugin(world)
-            self.plugin: SimulatedPlugin = self.fast
-        else:
-            transport = _LateTransport()
-            self.model = SimulatedGoCD(self.clock, transport, settings.gocd_config())
-            world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings, model=self.model)
-            self.plugin = transport.target = policy.plugin(world)
+        transport = _LateTransport()
+        self.model = InProcessGoCD(self.clock, transport, settings.gocd_config())
+        world = PluginWorld(self.clock, self.store, ServerApi(self.model), settings, model=self.model)
+        self.plugin: SimulatedPlugin = policy.plugin(world)
+        transport.target = self.plugin
+        # What may be skipped is shown to change nothing for this project's backend only.
+        self.skipping: ProjectPlugin | None = None
+        if settings.skip_idle_events and isinstance(self.plugin, ProjectPlugin):
+            self.skipping = self.plugin
         boot_rng = random.Random(settings.seed * 7919 + 17)
         self.kubelet = SimulatedKubelet(
             self.store, self.clock, self.model, boot_delay=lambda pod: self._boot(boot_rng, pod)
@@ -348,18 +353,18 @@ class Simulation:
         idle_tail = self.policy.max_idle_timeout_s() + 3 * self.settings.ping_s
         hard_end = math.inf
         limit = origin + self._limit()
-        fast = self.fast
+        skipper = self.skipping
         quiet_pings = self._quiet_pings()
         skipping = False
         while True:
             arrival = origin + pending[index].at if index < count else math.inf
-            if fast is not None and isinstance(model, FastSimulatedGoCD):
-                # Events that change nothing (fast_gocd.py) may be skipped while jobs are still to come,
+            if skipper is not None:
+                # Events that change nothing (gocd_inprocess.py) may be skipped while jobs are still to come,
                 # no write waits for its backoff (a drain retries it at the next event, whichever that
                 # is) and no graceful deletion waits for the store's next tick (the kubelet's step at the
                 # next event ticks it). After the last arrival every event happens again, so the run
                 # ends at the same instant.
-                quiet = not fast.pending_writes() and not self.store.deleting()
+                quiet = not skipper.pending_writes() and not self.store.deleting()
                 skipping = index < count and quiet
                 model.allow_skipping(skipping)
             kubelet_due = kubelet.next_due()
@@ -410,18 +415,18 @@ class Simulation:
         self._simulated_s = clock.now() - origin
 
     def _quiet_pings(self) -> QuietPings | None:
-        """The fast path's skipping of pings that would change nothing (quiet_pings.py), if asked for."""
-        fast, model = self.fast, self.model
-        if fast is None or not isinstance(model, FastSimulatedGoCD) or not self.settings.quiet_pings:
+        """The skipping of pings that would change nothing (quiet_pings.py), if asked for."""
+        skipper = self.skipping
+        if skipper is None or not self.settings.quiet_pings:
             return None
         from elastic_agent.simulation.quiet_pings import QuietPings
 
         return QuietPings(
-            model,
-            fast.backend.backend,
-            fast.transport.requests,
+            self.model,
+            skipper.backend.backend,
+            skipper.transport.requests,
             lambda: self._changes,
-            fast.pending_writes,
+            skipper.pending_writes,
         )
 
     def _result(self, wall_s: float, part: Part | None = None) -> PolicyResult:

@@ -1,5 +1,5 @@
 """Scenarios in virtual time: the in-process backend, the simulated GoCD server and the fake cluster run
-hours of jobs in seconds (the simulator, the advisor and its fast path, reuse, keys, outages).
+hours of jobs in seconds (the simulator, the advisor, the skipping of idle events, reuse, keys, outages).
 
 Every test under this folder is marked `scenarios` (registered in pyproject.toml): `pytest -m scenarios`
 runs the same tests as `pytest tests/scenarios`."""

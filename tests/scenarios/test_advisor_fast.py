@@ -35,7 +35,7 @@ def test_the_fast_advisor_recommends_what_the_exhaustive_one_does_with_the_same_
     trace = generate(WorkloadSpec(jobs=20000, days=1), seed=1)
     assert len(trace) == 20000
     jobs = [job for job in trace if job.profile == "big-memory"]
-    settings = SimSettings(seed=1, fast=True)
+    settings = SimSettings(seed=1)
     # The baseline of the profile's jobs alone: the whole trace's one would cost more than the search.
     baseline = Simulation(jobs, BASELINE, settings).run()
     advices = [
@@ -67,7 +67,7 @@ def test_the_fast_advisor_recommends_what_the_exhaustive_one_does_with_the_same_
 
 def test_one_run_of_every_profile_split_by_profile_adds_up_to_the_whole_run() -> None:
     trace = generate(WorkloadSpec(jobs=300, days=0.05), seed=3)
-    settings = SimSettings(seed=1, fast=True)
+    settings = SimSettings(seed=1)
     whole = Simulation(trace, BASELINE, settings).run()
     parts = Simulation(trace, BASELINE, settings).run_by_profile()
     assert sorted(parts) == sorted({job.profile for job in trace})

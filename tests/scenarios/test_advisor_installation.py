@@ -37,7 +37,7 @@ def day() -> list[TraceJob]:
 
 
 def _settings() -> SimSettings:
-    return SimSettings(seed=1, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp(), fast=True)
+    return SimSettings(seed=1, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp())
 
 
 def _advice(jobs: list[TraceJob], request: Request) -> TraceAdvice:

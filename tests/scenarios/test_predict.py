@@ -126,10 +126,11 @@ def test_predict_false_changes_nothing() -> None:
     assert [numbers[k] for k in numbers if k.startswith("predicted_")] == [0, 0, 0, 0, 0]
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_the_fast_path_predicts_as_the_full_path_does(fast: bool) -> None:
-    full = simulate(two_stages(), PREDICT).simulation
-    other = simulate(two_stages(), PREDICT, SimSettings(**{**vars(FIXED), "fast": fast})).simulation
+def test_skipping_idle_events_predicts_as_simulating_every_event_does() -> None:
+    every_event = SimSettings(**{**vars(FIXED), "skip_idle_events": False})
+    full = simulate(two_stages(), PREDICT, every_event).simulation
+    other = simulate(two_stages(), PREDICT).simulation
+    assert (full.skipping, other.skipping) == (None, other.plugin)
     assert other.tracker.created == full.tracker.created and other.tracker.deleted == full.tracker.deleted
     waits = {j.job_id: j.wait_s for j in full.model.jobs()}
     assert {j.job_id: j.wait_s for j in other.model.jobs()} == waits

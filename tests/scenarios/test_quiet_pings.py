@@ -1,7 +1,7 @@
-"""Server-pings the advisor's fast path skips (simulation/quiet_pings.py, pool/quiet.py): a ping is
+"""Server-pings the in-process simulation skips (simulation/quiet_pings.py, pool/quiet.py): a ping is
 skipped only when the backend shows it would change nothing, so the pods, waits and assignments are
-those of the full path, which sends every ping; and the time a pool keeps (an idle pod's expiry, the
-forgetting of a waiting job) bounds the skipping, while anything under way stops it."""
+those of a run that simulates every event and sends every ping; and the time a pool keeps (an idle pod's
+expiry, the forgetting of a waiting job) bounds the skipping, while anything under way stops it."""
 
 from __future__ import annotations
 
@@ -39,20 +39,21 @@ def trace(policy: str) -> list[TraceJob]:
 
 
 def replay(run: tuple[str, bool]) -> Outcome:
-    policy, fast = run
-    simulation = Simulation(trace(policy), Policy(policy, POLICIES[policy]), SimSettings(seed=1, fast=fast))
+    policy, skip = run
+    settings = SimSettings(seed=1, skip_idle_events=skip)
+    simulation = Simulation(trace(policy), Policy(policy, POLICIES[policy]), settings)
     simulation.run()
     return (*observed(simulation), simulation.model.stats.pings_sent, simulation.model.stats.pings_skipped)
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[tuple[str, bool], Outcome]:
-    return side_by_side([(policy, fast) for policy in POLICIES for fast in (False, True)], replay)
+    return side_by_side([(policy, skip) for policy in POLICIES for skip in (False, True)], replay)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", list(POLICIES))
-def test_skipping_quiet_pings_leaves_every_pod_wait_and_assignment_as_the_full_path_has_them(
+def test_skipping_quiet_pings_leaves_every_pod_wait_and_assignment_as_sending_every_ping_has_them(
     outcomes: dict[tuple[str, bool], Outcome], policy: str
 ) -> None:
     full, fast = outcomes[(policy, False)], outcomes[(policy, True)]

@@ -6,7 +6,6 @@ left behind."""
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import threading
 from collections import Counter, defaultdict
@@ -231,9 +230,9 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
 
     # Every registration key GoCD hands out, to look for it where it must never be.
     issued_keys: set[str] = set()
-    send = stack.transport.send
+    send = stack.transport.send_value  # the simulated server's requests, as values
 
-    def recording_send(name: str, body: str) -> tuple[int, str]:
+    def recording_send(name: str, body: dict[str, Any]) -> tuple[int, str]:
         if name.endswith(".server-ping"):
             sent_at = stack.clock.now()
             answer = send(name, body)
@@ -241,10 +240,10 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
                 watcher.ping_answered(sent_at, stack.clock.now())
             return answer
         if name.endswith(".create-agent"):
-            issued_keys.add(json.loads(body)["auto_register_key"])
+            issued_keys.add(body["auto_register_key"])
         return send(name, body)
 
-    monkeypatch.setattr(stack.transport, "send", recording_send)
+    monkeypatch.setattr(stack.transport, "send_value", recording_send)
 
     bursts, per_burst = 15, 20
     restart_after = {4, 9}
@@ -390,15 +389,18 @@ def test_churn_with_restarts_and_evictions_keeps_every_invariant_and_leaves_noth
 # wrong moment loses it, and the ping must make up for it from GoCD's list of agents.
 
 
-def lose_every_job_completion(stack: VirtualStack, monkeypatch: pytest.MonkeyPatch) -> None:
-    send = stack.transport.send
+COMPLETION = "cd.go.elastic-agent.job-completion"
 
-    def lossy(name: str, body: str) -> tuple[int, str]:
-        if name.endswith(".job-completion"):
+
+def lose_every_job_completion(stack: VirtualStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    send = stack.transport.send_value  # the simulated server's requests, as values
+
+    def lossy(name: str, body: dict[str, Any]) -> tuple[int, str]:
+        if name == COMPLETION:
             return 502, "backend unreachable: ConnectionError"
         return send(name, body)
 
-    monkeypatch.setattr(stack.transport, "send", lossy)
+    monkeypatch.setattr(stack.transport, "send_value", lossy)
 
 
 def run_one_after_another(stack: VirtualStack, profile: dict[str, str], count: int) -> list[Job]:
@@ -424,6 +426,7 @@ def test_a_job_whose_completion_was_lost_still_counts_toward_max_jobs_per_pod(
     stack = virtual_stack(boot_delay=5.0)
     lose_every_job_completion(stack, monkeypatch)
     jobs = run_one_after_another(stack, stack.elastic_profile(Reuse="true", MaxJobsPerPod="2"), 4)
+    assert [f.request_name for f in stack.gocd.stats.non_200_answers].count(COMPLETION) == 4, "all lost"
     per_pod = Counter(job.agent_id for job in jobs)
     assert sorted(per_pod.values()) == [2, 2], f"MaxJobsPerPod=2: {per_pod}"
     assert not stack.gocd.invariant_violations()
@@ -435,6 +438,7 @@ def test_a_one_job_pod_whose_completion_was_lost_is_removed_at_a_ping(
     stack = virtual_stack(boot_delay=5.0)
     lose_every_job_completion(stack, monkeypatch)
     jobs = run_one_after_another(stack, stack.elastic_profile(Reuse="false"), 2)
+    assert [f.request_name for f in stack.gocd.stats.non_200_answers].count(COMPLETION) == 2, "all lost"
     assert len({job.agent_id for job in jobs}) == 2
     stack.run_until(lambda: not stack.pods() and not stack.gocd.agents(), 600, "the pods and agents to go")
     assert not stack.gocd.stats.deleted_while_building

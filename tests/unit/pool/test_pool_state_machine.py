@@ -23,6 +23,7 @@ import os
 import random
 import zlib
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,8 +159,10 @@ class PoolMachine(RuleBasedStateMachine):
         self.deleted: set[str] = set()
         self.gone_at: dict[str, float] = {}  # pods the cluster no longer shows, and since when
         self.crash_after_request = False
-        self._send = self.stack.transport.send
+        # GoCD's requests: as values from the simulated server, as text from the rules that write them.
+        self._send, self._send_value = self.stack.transport.send, self.stack.transport.send_value
         self.stack.transport.send = self._observed_send  # type: ignore[method-assign]
+        self.stack.transport.send_value = self._observed_send_value  # type: ignore[method-assign]
         self.stack.store.add_listener(self._heard)
         self.lists_late = False  # new connections' first lists wait for `first_list_arrives`
         self.late_lists: list[InProcessCluster] = []
@@ -216,15 +219,23 @@ class PoolMachine(RuleBasedStateMachine):
         return pool is not None and pool.synced and pool.sync_problem() is None
 
     def _observed_send(self, name: str, body: str) -> tuple[int, str]:
+        return self._observed(name, lambda: json.loads(body), lambda: self._send(name, body))
+
+    def _observed_send_value(self, name: str, body: dict[str, Any]) -> tuple[int, str]:
+        return self._observed(name, lambda: body, lambda: self._send_value(name, body))
+
+    def _observed(
+        self, name: str, parsed: Callable[[], Any], send: Callable[[], tuple[int, str]]
+    ) -> tuple[int, str]:
         running = self.stack.transport.plugin is not None
         ready = self._pool_ready()
         now = self.stack.clock.now()
-        status, answer = self._send(name, body)
+        status, answer = send()
         self._hold_late_lists()
         if running and status != 200:
             self.seen["answers"].append(f"{name} answered {status}: {answer[:200]}")
         if running and status == 200:
-            self._observe(name, json.loads(body), answer, now, ready)
+            self._observe(name, parsed(), answer, now, ready)
         if running and self.crash_after_request:
             self.crash_after_request = False
             self.stack.stop_backend()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.simulation.fast_gocd import FastSimulatedGoCD
+from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
 from elastic_agent.simulation.gocd_model import GoCDConfig, JobState, SimulatedGoCD
 from elastic_agent.simulation.gocd_timing import PollBackOff
 from elastic_agent.simulation.standin_agent import Agent, Refused, Settings, WorkBackOff, main
@@ -83,15 +83,15 @@ def test_after_a_job_the_agent_asks_at_once_and_its_back_off_begins_anew() -> No
     assert names[completion + 1] == "should-assign-work", "the job-completion reached the plugin first"
 
 
-@pytest.mark.parametrize("model", [SimulatedGoCD, FastSimulatedGoCD])
+@pytest.mark.parametrize("model", [SimulatedGoCD, InProcessGoCD])
 def test_polls_without_work_do_not_begin_the_back_off_anew(model: type[SimulatedGoCD]) -> None:
     """Registered at START + 2 with nothing to do, the agent got no work at every poll (GoCD's NoWork:
     `NOTHING_TO_DO`), so its back-off went on: 0, 1, 2.5, ... 20.78, then every 10 s. A job admitted at
-    the tick of START + 65 is asked about at its poll of START + 72.78, not at once. The same on the
-    advisor's fast path, which does not simulate the polls that ask nothing."""
+    the tick of START + 65 is asked about at its poll of START + 72.78, not at once. The same when the
+    in-process server skips the polls that ask nothing."""
     clock, plugin = ManualClock(START), ScriptedPlugin()
     gocd = model(clock, plugin)
-    if isinstance(gocd, FastSimulatedGoCD):
+    if isinstance(gocd, InProcessGoCD):
         gocd.allow_skipping(True)
     gocd.advance_to(START + 2)
     asked = poll_times(plugin, clock, "pod-1")

@@ -1,16 +1,19 @@
-"""The simulated GoCD server of the advisor's fast path: the same server as gocd_model.py, doing less work
-for the same outcome.
+"""The simulated GoCD server of the in-process simulations (virtual_time.py, harness.py): the server of
+gocd_model.py, sending its requests as values and, when the driver allows it, not simulating the events
+that change nothing. The HTTP stacks use `SimulatedGoCD` itself, which sends JSON text over the bridge
+contract.
 
-`SimulatedGoCD` is kept whole; this subclass changes three things, each shown in
-tests/scenarios/test_fast_path.py to leave every pod, wait and assignment of the standard trace as it was:
+`SimulatedGoCD` is kept whole; this subclass changes what follows, and tests/scenarios/test_fast_path.py and
+tests/scenarios/test_quiet_pings.py show that the skipping leaves every pod, wait and assignment as it was:
 
-- Requests travel as values. A transport with `send_value` (fast_plugin.py) gets each body as the
-  JSON-shaped dict the full path would encode (should-assign-work's job members built once per job), so
-  neither side writes or reads JSON text. A transport without it gets the encoded text, as before.
-- An idle agent's poll that would find no waiting job is not an event. In the full path such a poll asks
-  nothing and ends with the agent dormant (`_queue_poll`); here the agent is made dormant when its poll
-  reaches the head of the queue and nothing of its environments waits. Why that is the same: jobs start
-  waiting only at a scheduler tick (`_admit_planned`), which wakes every dormant agent of the job's
+- Requests travel as values. A transport with `send_value` (inprocess_requests.py) gets each body as the
+  JSON-shaped dict `SimulatedGoCD` would encode (should-assign-work's job members built once per job), so
+  neither side writes or reads JSON text. A transport without it (another plugin than this project's)
+  gets the encoded text.
+- An idle agent's poll that would find no waiting job is not an event. Simulated in full, such a poll
+  asks nothing and ends with the agent dormant (`_queue_poll`); here the agent is made dormant when its
+  poll reaches the head of the queue and nothing of its environments waits. Why that is the same: jobs
+  start waiting only at a scheduler tick (`_admit_planned`), which wakes every dormant agent of the job's
   environment at the first time of its poll schedule at or after the tick (the schedule is a pure
   function of when the agent's back-off began, gocd_timing.PollBackOff, which a poll without work does
   not change). The tick comes after the agent's previous poll (that poll was handled at an earlier
@@ -20,24 +23,24 @@ tests/scenarios/test_fast_path.py to leave every pod, wait and assignment of the
 - Scheduler ticks while no job waits or is scheduled are not events. Such a tick admits no job and
   loops over none, so it sends nothing and changes nothing but the time of the next tick. That time is
   caught up in `_add_job` when the first job is scheduled, by the same additions the skipped ticks
-  would have made, so every later tick falls on the same float as in the full path.
+  would have made, so every later tick falls on the same float as when every tick is simulated.
 
 - A server-ping the backend can show would change nothing is not sent (quiet_pings.py decides; the
   model only moves its next ping on, `skip_ping`). `agent_changes` counts what changes GoCD's agent list
   other than a request or a kubelet event (the plugin's disable and delete calls, LostContact), so that
   the decision sees every input of the ping.
 
-The first two skips remove events that do nothing, which holds only while no other part needs an event to act
-(a write waiting for its backoff, a graceful deletion waiting for the store's tick). The driver says so
-with `allow_skipping` before each event (virtual_time.py); when it stops allowing, the polls dropped
-early are queued again, so from then on every event of the full path happens.
+The first two skips remove events that do nothing, which holds only while no other part needs an event to
+act (a write waiting for its backoff, a graceful deletion waiting for the store's tick). The driver says
+so with `allow_skipping` before each event (virtual_time.py); when it stops allowing, the polls dropped
+early are queued again, so from then on every event happens. Until it first allows, nothing is skipped.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
@@ -45,14 +48,18 @@ from elastic_agent.simulation.gocd_model import Agent, GoCDConfig, Job, Simulate
 from elastic_agent.simulation.gocd_timing import EPSILON_S
 from elastic_agent.simulation.gocd_transport import PluginTransport
 
-SendValue = Callable[[str, dict[str, Any]], tuple[int, str]]
+
+@runtime_checkable
+class ValueTransport(PluginTransport, Protocol):
+    def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
+        """Deliver one request whose body is the JSON-shaped value GoCD would encode."""
 
 
-class FastSimulatedGoCD(SimulatedGoCD):
+class InProcessGoCD(SimulatedGoCD):
     def __init__(self, clock: Clock, transport: PluginTransport, config: GoCDConfig | None = None) -> None:
         super().__init__(clock, transport, config)
-        # The transport's `send_value(request_name, body)`, when it has one.
-        self._send_value: SendValue | None = getattr(transport, "send_value", None)
+        # The transport, when it takes values; its method is looked up at each request (a test may wrap it).
+        self._values = transport if isinstance(transport, ValueTransport) else None
         self._skipping = False
         self._dropped: dict[str, float] = {}  # agent id -> the poll dropped early, while skipping
         self.agent_changes = 0
@@ -122,8 +129,8 @@ class FastSimulatedGoCD(SimulatedGoCD):
     def _add_job(self, job: Job) -> None:
         if not self._waiting and not self._planned:
             # The ticks skipped while nothing waited: those before now would have been events of their
-            # own (each at its own time); one at now is due now, with this job waiting, as in the full
-            # path.
+            # own (each at its own time); one at now is due now, with this job waiting, as when every
+            # tick is simulated.
             now = self._clock.now()
             while self._next_scheduler_at < now:
                 self._next_scheduler_at += self.config.scheduler_interval_s
@@ -149,7 +156,7 @@ class FastSimulatedGoCD(SimulatedGoCD):
         return False
 
     def _agent_status(self, agent: Agent) -> Any:
-        if self._send_value is None:
+        if self._values is None:
             return super()._agent_status(agent)
         return agent.status()
 
@@ -164,6 +171,6 @@ class FastSimulatedGoCD(SimulatedGoCD):
         return {"agent": status, **members}
 
     def _send(self, request_name: str, body: dict[str, Any] | str) -> tuple[int, str]:
-        if self._send_value is not None and isinstance(body, dict):
-            return self._send_value(request_name, body)
+        if self._values is not None and isinstance(body, dict):
+            return self._values.send_value(request_name, body)
         return super()._send(request_name, body)

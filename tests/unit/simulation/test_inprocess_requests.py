@@ -1,0 +1,77 @@
+"""In process, GoCD's requests reach the executors as values (simulation/inprocess_requests.py): the
+request objects built from the simulated server's bodies are those the parsers read from the same bodies
+as JSON text, and a body the value constructors do not take is answered as its text would be."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elastic_agent.gocd.messages import (
+    CreateAgentRequest,
+    JobCompletionRequest,
+    ServerPingRequest,
+    ShouldAssignWorkRequest,
+)
+from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode
+from elastic_agent.simulation.harness import VirtualStack
+from elastic_agent.simulation.inprocess_requests import READERS
+from elastic_agent.simulation.virtual_time import PluginWorld, Policy, ProjectPlugin, SimSettings, Simulation
+from elastic_agent.traces.workload import WorkloadSpec, generate
+
+PARSERS: dict[str, Any] = {
+    REQUEST_PREFIX + "create-agent": CreateAgentRequest.parse,
+    REQUEST_PREFIX + "should-assign-work": ShouldAssignWorkRequest.parse_uncached,
+    REQUEST_PREFIX + "job-completion": JobCompletionRequest.parse,
+    REQUEST_PREFIX + "server-ping": ServerPingRequest.parse,
+}
+
+
+def sent_bodies() -> list[tuple[str, dict[str, Any]]]:
+    """Every request the simulated server sends this project's backend over a short trace, in order."""
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    class Recording(ProjectPlugin):
+        def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
+            sent.append((request_name, body))
+            return super().send_value(request_name, body)
+
+    def plugin(world: PluginWorld) -> Recording:
+        return Recording(world)
+
+    trace = generate(WorkloadSpec(jobs=20000, days=1), seed=1)[:80]
+    policy = Policy("reuse", {"Reuse": "true", "IdleTimeout": "2m"}, plugin=plugin)
+    Simulation(trace, policy, SimSettings(seed=1, tail_s=300.0)).run()
+    return sent
+
+
+def test_every_request_the_server_sends_is_read_as_its_json_text_is_parsed() -> None:
+    sent = sent_bodies()
+    assert set(PARSERS) == set(READERS)
+    assert {name for name, _ in sent} == set(READERS), "every request name the server sends was seen"
+    assert any("environment" in body for name, body in sent if name.endswith("create-agent"))
+    for name, body in sent:
+        read = READERS[name][0](body)
+        assert read is not None, f"{name}: the server's body is well formed"
+        assert read == PARSERS[name](encode(body)), name
+
+
+def test_a_body_the_value_constructors_do_not_take_is_answered_as_its_text_is() -> None:
+    stack = VirtualStack()
+    job = {"pipeline_name": "app", "pipeline_counter": 1, "stage_name": "build", "stage_counter": "1",
+           "job_name": "compile", "job_id": 7}  # fmt: skip
+    numeric = {  # a property given as a number: the parser takes it as its text
+        "auto_register_key": "key-1",
+        "elastic_agent_profile_properties": {**stack.elastic_profile(), "MaxCPU": 2},
+        "cluster_profile_properties": stack.cluster_profile(),
+        "job_identifier": job,
+    }
+    name = REQUEST_PREFIX + "create-agent"
+    assert READERS[name][0](numeric) is None
+    assert stack.plugin.send_value(name, numeric) == (200, "")
+    stack.settle()
+    assert len(stack.pods()) == 1, "created, as from the same body's text"
+
+    without_job = {key: value for key, value in numeric.items() if key != "job_identifier"}
+    by_value = stack.plugin.send_value(name, without_job)
+    assert by_value == stack.plugin.send(name, encode(without_job))
+    assert by_value[0] != 200 and "job_identifier" in by_value[1]
