@@ -205,7 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--trace", choices=("pipelines", "standard", "both"), default="both")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the traces' and the simulation's seed")
+    parser.add_argument(
+        "--sim-seed", type=int, help="the simulation's seed alone (boot times: the noise of the draws)"
+    )
     parser.add_argument("--commits-per-hour", type=float, default=25.0, help="the pipeline trace's (25)")
     parser.add_argument("--learn-days", type=float, default=4.0, help="days the schedule is learnt on (4)")
     parser.add_argument("--pending-pods", type=int, default=1000, help="pending_pods_count (as compare.py)")
@@ -222,7 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = SimSettings(
-        seed=args.seed, pending_pods_count=args.pending_pods, start=DEFAULT_ORIGIN.timestamp()
+        seed=args.seed if args.sim_seed is None else args.sim_seed,
+        pending_pods_count=args.pending_pods,
+        start=DEFAULT_ORIGIN.timestamp(),
     )
     command = "python -m benchmarks.prediction_compare " + shlex.join(
         argv if argv is not None else sys.argv[1:]
@@ -263,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "",
                     heading,
                     "",
-                    f"`{case.hint}`, seed {args.seed}; the schedule {where}.",
+                    f"`{case.hint}`, seed {args.seed} (simulation {settings.seed}); the schedule {where}.",
                     "",
                     *table(results),
                     "",
