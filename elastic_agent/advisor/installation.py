@@ -72,11 +72,6 @@ class Installation:
         future = self.submit(run)
         return lambda: future.result()[profile]
 
-    @property
-    def runs(self) -> int:
-        with self._lock:
-            return len(self._runs)
-
 
 def same_everywhere(key: str, properties: Mapping[str, str], profiles: Sequence[str]) -> InstallationRun:
     return InstallationRun(key, {profile: dict(properties) for profile in profiles})

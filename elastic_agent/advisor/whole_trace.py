@@ -22,6 +22,7 @@ from elastic_agent.advisor.advise import (
     ScheduleOptions,
     Shared,
     advise_profile,
+    flat_label,
     prediction_candidates,
     render,
     summary,
@@ -58,6 +59,24 @@ class Request:
 
 
 @dataclass(frozen=True)
+class ScheduleOption:
+    """One combination of the schedule options' values; every profile's schedule made with it runs
+    together."""
+
+    plain: str  # IdleTimeout outside the busy hours
+    busy: str  # IdleTimeout in them
+    quantile: float  # the warm pool's share of busy-hour jobs
+
+    @property
+    def label(self) -> str:
+        warm = f"warm pool p{self.quantile * 100:g}"
+        return f"busy IdleTimeout={self.busy} {warm}, else IdleTimeout={self.plain}"
+
+
+Proposals = Mapping[ScheduleOption, ScheduleProposal]
+
+
+@dataclass(frozen=True)
 class TraceAdvice:
     advices: list[ProfileAdvice]
     together: list[TogetherRun]
@@ -86,9 +105,10 @@ def advise_trace(
         p: _schedules(split.learning(by_profile[p]), origin, settings, request.schedules) for p in profiles
     }
     extra = prediction_candidates(request.idle_timeouts) if request.prediction else []
-    options = sorted({option for _, by_option in proposals.values() for option in by_option})
+    options = {option for _, by_option in proposals.values() for option in by_option}
     timeouts, warm = len(request.idle_timeouts), request.min_idle
     alone = timeouts * sum(1 for n in warm if n == 0)
+    alone_labels = {flat_label(t, 0) for t in request.idle_timeouts}
     together = timeouts * sum(1 for n in warm if n > 0) + len(options) + len(extra)
     shown = progress_bar(1 + alone * len(profiles) + together + (2 if tuned is not None else 1), bar)
     try:
@@ -105,7 +125,7 @@ def advise_trace(
                 ) -> Callable[[], PolicyResult]:
                     if schedule is None:
                         return installation.figures(same_everywhere(label, properties, profiles), profile)
-                    option = next(o for o, p in proposals[profile][1].items() if p.label == schedule.label)
+                    option = next(o for o, p in proposals[profile][1].items() if p is schedule)
                     return installation.figures(_schedule_run(option, proposals), profile)
 
                 return shared
@@ -128,7 +148,7 @@ def advise_trace(
                     extra=extra,
                     shared=shared_for(profile),
                 )
-                skipped_alone = [label for label in advice.skipped if label.endswith(" MinIdlePods=0")]
+                skipped_alone = [label for label in advice.skipped if label in alone_labels]
                 if skipped_alone and shown.total is not None:
                     shown.total -= len(skipped_alone)
                     shown.refresh()
@@ -204,20 +224,21 @@ def run_advisor(
 
 
 def _schedule_run(
-    option: str, proposals: Mapping[str, tuple[Demand | None, Mapping[str, ScheduleProposal]]]
+    option: ScheduleOption, proposals: Mapping[str, tuple[Demand | None, Proposals]]
 ) -> InstallationRun:
     """Every profile on the schedule made for it with `option`'s values, or on that option's plain values
     when its demand gave it no schedule."""
     per_profile: dict[str, Mapping[str, str]] = {}
     for profile, (_, by_option) in proposals.items():
         proposal = by_option.get(option)
-        per_profile[profile] = proposal.properties() if proposal else {"Reuse": "true", **_plain(option)}
-    return InstallationRun(f"schedules: {option}", per_profile)
+        plain = {"Reuse": "true", "IdleTimeout": option.plain, "MinIdlePods": "0"}
+        per_profile[profile] = proposal.properties() if proposal else plain
+    return InstallationRun(f"schedules: {option.label}", per_profile)
 
 
 def _schedules(
     jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
-) -> tuple[Demand | None, dict[str, ScheduleProposal]]:
+) -> tuple[Demand | None, dict[ScheduleOption, ScheduleProposal]]:
     """The profile's demand, and its schedule for each combination of the options' values (named as
     `_plain` reads them back), so that every profile's schedule of one combination runs together."""
     if not options.enabled:
@@ -229,21 +250,16 @@ def _schedules(
         refill_window_s=settings.boot_median_s + settings.ping_s,
         busy_share=options.busy_share,
     )
-    found: dict[str, ScheduleProposal] = {}
+    found: dict[ScheduleOption, ScheduleProposal] = {}
     for plain in options.plain_idle_timeouts:
         for busy in options.busy_idle_timeouts:
             for quantile in options.quantiles:
                 made = propose(
                     demand, quantiles=[quantile], busy_idle_timeouts=[busy], plain_idle_timeouts=[plain]
                 )
-                option = f"busy IdleTimeout={busy} warm pool p{quantile * 100:g}, else IdleTimeout={plain}"
                 if made:
-                    found[option] = made[0]
+                    found[ScheduleOption(plain, busy, quantile)] = made[0]
     return demand, found
-
-
-def _plain(option: str) -> dict[str, str]:
-    return {"IdleTimeout": option.rsplit("IdleTimeout=", 1)[1], "MinIdlePods": "0"}
 
 
 def _counting(shown: Progress, progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:
