@@ -113,13 +113,25 @@ class Agent:
             config_state=body.optional_string("config_state") or "Unknown",
         )
 
+    @classmethod
+    def well_formed(cls, data: object) -> Agent | None:
+        """The agent when every field is a non-empty string, as GoCD sends it; else None."""
+        if type(data) is not dict:
+            return None
+        agent_id, agent_state = data.get("agent_id"), data.get("agent_state")
+        build_state, config_state = data.get("build_state"), data.get("config_state")
+        # Spelt out rather than a loop over the keys: every should-assign-work reads one.
+        if not (type(agent_id) is type(agent_state) is type(build_state) is type(config_state) is str):
+            return None
+        if not (agent_state and build_state and config_state):
+            return None
+        return cls(agent_id, agent_state, build_state, config_state)
+
     @property
     def building(self) -> bool:
         # A cancelling agent shows agent_state Building; build_state Cancelled means it is still busy.
         return self.agent_state == "Building" or self.build_state in ("Building", "Cancelled")
 
-
-_AGENT_STATE_KEYS = ("agent_state", "build_state", "config_state")
 
 _clusters: DigestCache[ClusterProfile] = DigestCache(128)
 
@@ -219,6 +231,15 @@ class ShouldAssignWorkRequest(_WithCluster):
     def cluster(self) -> ClusterProfile:
         return _memo(self, "cluster", lambda: cluster_profile(self.cluster_profile, self.cluster_key))
 
+    def asked_by(self, agent: Agent) -> ShouldAssignWorkRequest:
+        """The same job's request from another agent (or the same agent in another state), with the keys
+        derived from the job's part and its parsed cluster profile carried over rather than derived
+        again: every idle agent asks about every waiting job at each poll."""
+        request = object.__new__(ShouldAssignWorkRequest)
+        request.__dict__.update(self.__dict__)
+        object.__setattr__(request, "agent", agent)
+        return request
+
     @classmethod
     def parse(cls, text: str) -> ShouldAssignWorkRequest:
         # An idle agent asks about the same waiting job at every poll, so most bodies repeat one seen
@@ -256,12 +277,11 @@ class ShouldAssignWorkRequest(_WithCluster):
         if environment is not None and type(environment) is not str:
             return None
         identifier = JobIdentifier.well_formed(job)
-        agent_id = agent.get("agent_id")
-        if identifier is None or type(agent_id) is not str:
+        if identifier is None:
             return None
-        if not all(type(agent.get(key)) is str and agent[key] for key in _AGENT_STATE_KEYS):
+        status = Agent.well_formed(agent)
+        if status is None:
             return None
-        status = Agent(agent_id, agent["agent_state"], agent["build_state"], agent["config_state"])
         return cls(status, environment or None, elastic, cluster, identifier)
 
     def __repr__(self) -> str:

@@ -22,12 +22,14 @@ real seconds per request name the same way.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from elastic_agent.backend import Backend
 from elastic_agent.gocd.body import plain_properties
 from elastic_agent.gocd.messages import (
+    Agent,
     CreateAgentRequest,
     JobCompletionRequest,
     JobIdentifier,
@@ -43,6 +45,7 @@ from executors.dispatch import executor_for
 from executors.server_ping import server_ping_request
 
 CALLBACK_URL = "inprocess://gocd"
+SHOULD_ASSIGN = REQUEST_PREFIX + "should-assign-work"
 
 Executor = Callable[[Any, RequestContext], PluginResponse]
 
@@ -81,10 +84,42 @@ def server_ping(body: dict[str, Any]) -> ServerPingRequest | None:
 # Request name -> (the request from the body's value, or None for the text door; its executor).
 READERS: dict[str, tuple[Callable[[dict[str, Any]], Any], Executor]] = {
     REQUEST_PREFIX + "create-agent": (create_agent, create_agent_request),
-    REQUEST_PREFIX + "should-assign-work": (ShouldAssignWorkRequest.well_formed, should_assign_work_request),
+    SHOULD_ASSIGN: (ShouldAssignWorkRequest.well_formed, should_assign_work_request),
     REQUEST_PREFIX + "job-completion": (job_completion, job_completion_request),
     REQUEST_PREFIX + "server-ping": (server_ping, server_ping_request),
 }
+
+
+class AskedAbout:
+    """should-assign-work read from the server's value, with the job's part read once per job.
+
+    The simulated server builds each waiting job's members once (`InProcessGoCD._should_assign_body`)
+    and sends the same objects in every body about that job, from every agent at every poll: most of
+    these requests repeat one about the same job, as most bodies do over HTTP, where the parser answers
+    a repeated body from its cache (`ShouldAssignWorkRequest.parse`). Here a repeat is known by the
+    identity of the job's member objects, which the cache holds (so no other object can take their
+    ids while an entry lives); only the agent's part is read again. Bounded like the parser's cache."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._jobs: OrderedDict[int, tuple[tuple[object, ...], ShouldAssignWorkRequest]] = OrderedDict()
+
+    def __call__(self, body: dict[str, Any]) -> ShouldAssignWorkRequest | None:
+        job = body.get("job_identifier")
+        members = (job, body.get("environment"), body.get("elastic_agent_profile_properties"),
+                   body.get("cluster_profile_properties"))  # fmt: skip
+        cached = self._jobs.get(id(job))
+        if cached is not None:
+            seen = cached[0]
+            if seen[0] is job and seen[1] is members[1] and seen[2] is members[2] and seen[3] is members[3]:
+                agent = Agent.well_formed(body.get("agent"))
+                return None if agent is None else cached[1].asked_by(agent)
+        request = ShouldAssignWorkRequest.well_formed(body)
+        if request is not None:
+            self._jobs[id(job)] = (members, request)
+            while len(self._jobs) > self._capacity:
+                self._jobs.popitem(last=False)
+        return request
 
 
 class InProcessTransport:
@@ -93,11 +128,14 @@ class InProcessTransport:
     def __init__(self, backend: Backend, callback_url: str = CALLBACK_URL) -> None:
         self.backend = backend
         self._context = RequestContext(backend, callback_url)
+        self._readers: dict[str, tuple[Callable[[dict[str, Any]], Any], Executor]] = {
+            **READERS, SHOULD_ASSIGN: (AskedAbout(), should_assign_work_request)
+        }
         self.requests: dict[str, int] = {}
         self.seconds: dict[str, float] = {}  # real time spent in the backend, per request name
 
     def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
-        reader = READERS.get(request_name)
+        reader = self._readers.get(request_name)
         request = reader[0](body) if reader is not None else None
         if reader is None or request is None:
             return self.send(request_name, encode(body))

@@ -14,7 +14,7 @@ from elastic_agent.gocd.messages import (
 )
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode
 from elastic_agent.simulation.harness import VirtualStack
-from elastic_agent.simulation.inprocess_requests import READERS
+from elastic_agent.simulation.inprocess_requests import READERS, AskedAbout
 from elastic_agent.simulation.virtual_time import PluginWorld, Policy, ProjectPlugin, SimSettings, Simulation
 from elastic_agent.traces.workload import WorkloadSpec, generate
 
@@ -75,3 +75,35 @@ def test_a_body_the_value_constructors_do_not_take_is_answered_as_its_text_is() 
     by_value = stack.plugin.send_value(name, without_job)
     assert by_value == stack.plugin.send(name, encode(without_job))
     assert by_value[0] != 200 and "job_identifier" in by_value[1]
+
+
+def test_a_repeated_question_about_a_job_is_read_as_its_json_text_is_parsed() -> None:
+    """The transport reads a job's part once (AskedAbout); every later body about the same job, from any
+    agent in any state, still gives the request its text would."""
+    asked = [body for name, body in sent_bodies() if name.endswith("should-assign-work")]
+    by_job: dict[int, list[dict[str, Any]]] = {}
+    for body in asked:
+        by_job.setdefault(body["job_identifier"]["job_id"], []).append(body)
+    assert any(len(bodies) > 1 for bodies in by_job.values()), "some job was asked about twice"
+    reader = AskedAbout()
+    for body in asked:
+        read = reader(body)
+        assert read is not None
+        assert read == ShouldAssignWorkRequest.parse_uncached(encode(body))
+        assert read.spec_key == ShouldAssignWorkRequest.parse_uncached(encode(body)).spec_key
+
+
+def test_a_body_whose_job_part_is_a_new_object_is_read_afresh() -> None:
+    """Equal-looking members in new objects are not taken for the cached ones: the job's part is read
+    again, so a changed profile is never answered from an older read."""
+    body = next(body for name, body in sent_bodies() if name.endswith("should-assign-work"))
+    reader = AskedAbout()
+    first = reader(body)
+    changed = {**body, "elastic_agent_profile_properties": {**body["elastic_agent_profile_properties"],
+                                                            "IdleTimeout": "7m"}}  # fmt: skip
+    second = reader(changed)
+    assert first is not None and second is not None
+    assert second.elastic_profile["IdleTimeout"] == "7m"
+    assert second.spec_key != first.spec_key
+    broken = {**body, "agent": {"agent_id": "pod-1"}}
+    assert reader(broken) is None, "an agent part without its states goes to the text door"
