@@ -29,16 +29,10 @@ from tests.support.migrate_world import (
     asked,
     cluster,
     elastic,
-    gocd,
-    not_in_a_pod,
     posts,
     run,
     server,
-    token_file,
 )
-
-__all__ = ["gocd", "not_in_a_pod", "token_file"]  # fixtures, used by name
-
 
 # --- encrypted values of settings this plugin keeps in plain text -------------------------------------
 

@@ -28,16 +28,10 @@ from tests.support.migrate_world import (
     PROD_PROPERTIES,
     SERVER,
     TOKEN,
-    gocd,
-    not_in_a_pod,
     posts,
     run,
     server,
-    token_file,
 )
-
-__all__ = ["gocd", "not_in_a_pod", "token_file"]  # fixtures, used by name
-
 
 # --- GoCD's error answers ------------------------------------------------------------------------------
 

@@ -37,15 +37,10 @@ from tests.support.migrate_world import (
     asked,
     cluster,
     elastic,
-    gocd,
-    not_in_a_pod,
     posts,
     run,
     server,
-    token_file,
 )
-
-__all__ = ["gocd", "not_in_a_pod", "token_file"]  # fixtures, used by name
 
 
 def test_creates_a_copy_of_each_profile_with_exactly_the_same_settings(
