@@ -28,7 +28,8 @@ from benchmarks.prediction_compare import PREDICT_IDLE, cases, policies
 from elastic_agent.advisor.advise import ScheduleOptions
 from elastic_agent.advisor.holdout import split_trace
 from elastic_agent.advisor.whole_trace import Request, advise_trace
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate, simulate_by_profile
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import DEFAULT_ORIGIN, describe
 

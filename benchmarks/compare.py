@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.legacy_reuse import legacy_policy
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import (
     TraceJob,

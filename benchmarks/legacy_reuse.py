@@ -28,7 +28,8 @@ from typing import Any
 from elastic_agent import PLUGIN_ID
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster
-from elastic_agent.simulation.virtual_time import PluginWorld, Policy
+from elastic_agent.simulation.plugins import PluginWorld
+from elastic_agent.simulation.virtual_time import Policy
 from profiles.quantities import parse_duration
 
 IDENTITY = {"app": "legacy-reuse-baseline"}

@@ -15,7 +15,8 @@ import argparse
 import os
 import time
 
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import TraceJob, WorkloadSpec, generate
 
 PERIOD_S = 480.0

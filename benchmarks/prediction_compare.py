@@ -51,7 +51,8 @@ from pathlib import Path
 
 from benchmarks.schedule_compare import schedule_policy
 from elastic_agent.advisor.together import GOCD_DEFAULTS, TUNED
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.schedule_advice import analyse

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.real_pods_live import BootSample, LiveResult, boot_samples, replay
+from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.stack import Stack
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import DAY_S, ProfileMix, TraceJob, WorkloadSpec, generate
 from tests.support import node_stack

@@ -34,7 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from elastic_agent.advisor.holdout import Split, split_trace
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.schedule_advice import Demand, analyse, propose
 from elastic_agent.traces.workload import (

@@ -32,7 +32,8 @@ from benchmarks.prediction_compare import (
     cases,
 )
 from benchmarks.schedule_compare import schedule_policy
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.schedule_advice import analyse
 from elastic_agent.traces.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, describe

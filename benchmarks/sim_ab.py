@@ -31,7 +31,8 @@ POLICIES = {
 # Run in each tree with that tree on sys.path: the arguments come as JSON in argv[1].
 RUNNER = """
 import json, os, sys
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.virtual_time import Policy, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.traces.workload import WorkloadSpec, generate
 args = json.loads(sys.argv[1])
 if args["cpu"] is not None:

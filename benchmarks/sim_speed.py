@@ -17,7 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX as PREFIX
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_all
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import WorkloadSpec, describe, generate
 

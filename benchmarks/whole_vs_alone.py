@@ -18,7 +18,8 @@ import os
 import time
 from collections.abc import Sequence
 
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_by_profile
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob, WeekShape, WorkloadSpec, describe, generate
 

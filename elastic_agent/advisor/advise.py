@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from elastic_agent.advisor.installation import shares_state
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.search import SearchOutcome, search_flat
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal
 from elastic_agent.traces.workload import TraceJob

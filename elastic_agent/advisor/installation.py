@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from elastic_agent.advisor.runner import Runner
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate_by_profile
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob
 

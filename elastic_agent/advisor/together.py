@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from elastic_agent.advisor.runner import Runner
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, simulate
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, simulate
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob
 from profiles.quantities import format_duration

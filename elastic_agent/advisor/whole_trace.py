@@ -39,7 +39,8 @@ from elastic_agent.advisor.together import (
     render_together,
 )
 from elastic_agent.progress import Progress, progress_bar
-from elastic_agent.simulation.virtual_time import SimSettings, simulate_by_profile
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal, analyse, propose
 from elastic_agent.traces.workload import TraceJob, describe, read_trace

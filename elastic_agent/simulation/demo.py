@@ -23,9 +23,10 @@ from tqdm import tqdm
 
 from elastic_agent.clock import ScaledClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
+from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.stack import Stack, StackOptions
 from elastic_agent.simulation.virtual_time import Policy as SimPolicy
-from elastic_agent.simulation.virtual_time import SimSettings, simulate_all
+from elastic_agent.simulation.virtual_time import simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.schedule_advice import analyse, propose

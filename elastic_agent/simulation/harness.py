@@ -2,7 +2,7 @@
 
 `VirtualStack` has the surface of `stack.Stack` (the simulated GoCD server, profiles, pods, the
 plugin's transport, a backend restart) over the pieces the discrete-event simulation uses: one
-`VirtualClock`, the in-process server and backend (requests as values: virtual_time.ProjectPlugin), the
+`VirtualClock`, the in-process server and backend (requests as values: plugins.ProjectPlugin), the
 simulation store and the simulated kubelet; every event is simulated (no skipping). Nothing runs by
 itself: `run_until(condition)` and `run_for(seconds)` step from one due event to the next, so a test
 says what must happen by when in simulated time and never races a wall clock. The HTTP stack stays for
@@ -23,7 +23,8 @@ from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
 from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.inprocess_cluster import SimulationKubeStore
 from elastic_agent.simulation.kubelet import BootDelay, FaultPolicy, SimulatedKubelet
-from elastic_agent.simulation.virtual_time import START, PluginWorld, ProjectPlugin, SimSettings, VirtualClock
+from elastic_agent.simulation.plugins import PluginWorld, ProjectPlugin
+from elastic_agent.simulation.run_settings import START, SimSettings, VirtualClock
 
 _EPSILON_S = 1e-6
 

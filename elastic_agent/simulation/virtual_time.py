@@ -8,9 +8,10 @@ trace schedule its jobs, wake the plugin when its time has come (`Backend.on_per
 the kubelet start pods (agents register), the model do its work (which calls the plugin), then let the
 plugin settle (the backend's deferred annotation writes) and the kubelet see what the plugin created or
 deleted. Nothing sleeps and no thread runs, so a seed fixes everything. The clock starts at
-`SimSettings.start`, the epoch second of the trace's time 0, so cron periods see the trace's time of day.
+`SimSettings.start` (run_settings.py), the epoch second of the trace's time 0, so cron periods see the
+trace's time of day.
 
-This project's backend is reached one way in process, `ProjectPlugin`: the simulated server
+This project's backend is reached one way in process, `ProjectPlugin` (plugins.py): the simulated server
 (gocd_inprocess.py) hands it each request as a value and its executors answer, without JSON text
 (inprocess_requests.py); its calls back into GoCD go to the server's methods (direct_gocd.py). Events
 that change nothing (idle polls, idle scheduler ticks, pings the backend shows to be quiet) are not
@@ -23,29 +24,23 @@ as JSON text and every event.
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from elastic_agent.backend import ClusterFactory
-from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_callbacks import ServerApi
 from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
-from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.gocd_transport import encode
-from elastic_agent.simulation.inprocess import build_inprocess_backend
 from elastic_agent.simulation.inprocess_cluster import (
-    InProcessCluster,
     SimulationKubeStore,
-    store_cluster_factory,
 )
-from elastic_agent.simulation.inprocess_requests import InProcessTransport
 from elastic_agent.simulation.kubelet import SimulatedKubelet
+from elastic_agent.simulation.plugins import PluginFactory, PluginWorld, ProjectPlugin, SimulatedPlugin
+from elastic_agent.simulation.run_settings import SimSettings, VirtualClock
 from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob
@@ -55,161 +50,7 @@ from profiles.schedule import parse_schedule
 if TYPE_CHECKING:
     from elastic_agent.simulation.quiet_pings import QuietPings
 
-START = 1_700_000_000.0
 _EPSILON_S = 1e-6
-
-
-class VirtualClock(ManualClock):
-    """ManualClock for one thread: no lock, and `sleep` does not move time (nothing else could run
-    meanwhile, so sleeping would only skip over due events)."""
-
-    def __init__(self, start: float = START) -> None:
-        super().__init__(start)
-
-    def now(self) -> float:
-        return self._now
-
-    def advance(self, seconds: float) -> None:
-        self._now += seconds
-
-    def move_to(self, at: float) -> None:
-        if at > self._now:
-            self._now = at
-
-    def sleep(self, seconds: float) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class SimSettings:
-    seed: int = 1
-    boot_median_s: float = 25.0  # pod boot (schedule, pull, JVM, register): lognormal around this
-    boot_sigma: float = 0.3
-    boot_bounds_s: tuple[float, float] = (5.0, 180.0)
-    # An idle agent's get-work back-off: GoCD's agent.properties (GoCDConfig's get_work_* fields).
-    get_work_delay_s: float = 1.0
-    get_work_multiplier: float = 1.5
-    get_work_interval_s: float = 10.0
-    resend_s: float = 120.0  # GoCD's jobStarvationTimeout: create-agent re-sent to a waiting job
-    ping_s: float = 60.0
-    # The GoCD server's two settings that bound reuse (docs/install.md, "A GoCD server tuned for reuse"):
-    # its assignment tick (cruise.build.assignment.service.interval) and how long its registration keys
-    # live (gocd.ephemeral.auto.register.key.expiry.millis); the simulated cluster profile's
-    # auto_register_key_expiry follows the second, as the guide asks of an administrator.
-    scheduler_s: float = 5.0
-    key_lifetime_s: float = 30 * 60.0
-    namespace: str = "ci"
-    pending_pods_count: int = 100
-    console: bool = False  # write decision lines to job consoles (costs time, changes no measure)
-    tail_s: float | None = None  # after the last job: run this long (None: until pods are gone or 2h)
-    start: float = START  # epoch seconds at which the trace's time 0 lies (cron schedules read the clock)
-    # Skip the events that change nothing (gocd_inprocess.py): the same results with less work; only for
-    # this project's backend (another plugin gets every event). False: the reference the tests compare with.
-    skip_idle_events: bool = True
-    quiet_pings: bool = True  # with skip_idle_events: skip the pings that change nothing (quiet_pings.py)
-    # Seconds from the trace's time 0 before which nothing is counted: the jobs arriving earlier and the
-    # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
-    judged_from_s: float = 0.0
-
-    def polling(self) -> str:
-        """How idle agents ask for work, in words for reports."""
-        return (
-            f"idle agents ask for work at once after a job, then after {self.get_work_delay_s:g} s, "
-            f"{self.get_work_multiplier:g}x longer each time up to {self.get_work_interval_s:g} s"
-        )
-
-    def gocd_config(self) -> GoCDConfig:
-        return GoCDConfig(
-            scheduler_interval_s=self.scheduler_s,
-            job_starvation_timeout_s=self.resend_s,
-            get_work_delay_s=self.get_work_delay_s,
-            get_work_multiplier=self.get_work_multiplier,
-            get_work_interval_s=self.get_work_interval_s,
-            ping_interval_s=self.ping_s,
-            key_ttl_s=self.key_lifetime_s,
-            seed=self.seed,
-        )
-
-    def server(self) -> str:
-        """The simulated GoCD server's settings, in words for reports."""
-        return (
-            f"assignment tick {format_duration(self.scheduler_s)}, registration keys valid "
-            f"{format_duration(self.key_lifetime_s)}"
-        )
-
-
-@dataclass
-class PluginWorld:
-    """What a plugin may use in a simulation: the clock, the cluster's store, the server's API."""
-
-    clock: VirtualClock
-    store: SimulationKubeStore
-    api: ServerApi
-    settings: SimSettings
-    # Numbers the pods the plugin creates; the world's, so that a restarted plugin goes on counting.
-    pod_counter: Callable[[], int] = field(default_factory=lambda: itertools.count(1).__next__)
-    # The server behind `api`, for a plugin that calls its methods directly; None: only through `api`.
-    model: InProcessGoCD | None = None
-
-    def cluster_factory(self, lists: list[InProcessCluster]) -> ClusterFactory:
-        """The plugin's cluster factory over the world's store; its ports leave their first pod list in
-        `lists` for the plugin's driver to answer (inprocess_cluster.py)."""
-        return store_cluster_factory(self.store, self.pod_counter, lists=lists)
-
-
-class SimulatedPlugin(Protocol):
-    def send(self, request_name: str, body: str) -> tuple[int, str]:
-        """A request as JSON text, as GoCD's `GoPlugin.handle()` gets it."""
-
-    def settle(self) -> None:
-        """Finish what the plugin does "right after" a request (deferred writes)."""
-
-    def timings(self) -> tuple[dict[str, int], dict[str, float]]:
-        """Requests and real seconds spent per request name (empty when the plugin does not count)."""
-
-    def next_due(self) -> float | None:
-        """When the plugin has something to do of its own (clock seconds; None: nothing)."""
-
-    def wake(self) -> None:
-        """Do it: called at that time, before the server's work of the instant."""
-
-
-PluginFactory = Callable[[PluginWorld], SimulatedPlugin]
-
-
-class ProjectPlugin:
-    """This project's backend, in process: requests as values (`send_value`), text only for what a
-    scenario writes by hand (`send`); its calls into GoCD to the world's server directly when it has one."""
-
-    def __init__(self, world: PluginWorld) -> None:
-        self.backend = build_inprocess_backend(
-            world.clock, world.api, world.cluster_factory, console=world.settings.console, model=world.model
-        )
-        self.transport = InProcessTransport(self.backend.backend)
-        self.settle_s = 0.0
-
-    def send_value(self, request_name: str, body: dict[str, Any]) -> tuple[int, str]:
-        return self.transport.send_value(request_name, body)
-
-    def send(self, request_name: str, body: str) -> tuple[int, str]:
-        return self.transport.send(request_name, body)
-
-    def settle(self) -> None:
-        started = time.perf_counter()
-        self.backend.settle()
-        self.settle_s += time.perf_counter() - started
-
-    def timings(self) -> tuple[dict[str, int], dict[str, float]]:
-        return dict(self.transport.requests), dict(self.transport.seconds, settle=self.settle_s)
-
-    def next_due(self) -> float | None:
-        return self.backend.backend.next_period_change()
-
-    def wake(self) -> None:
-        self.backend.backend.on_period_change()  # a ReuseSchedule period starts: PeriodTimer's work
-
-    def pending_writes(self) -> bool:
-        return self.backend.pending_writes()
 
 
 @dataclass(frozen=True)

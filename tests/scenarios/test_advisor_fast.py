@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from elastic_agent.advisor.advise import BASELINE, ProfileAdvice, advise_profile, render, summary
-from elastic_agent.simulation.virtual_time import SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Simulation
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import WorkloadSpec, generate
 

@@ -19,7 +19,8 @@ from elastic_agent.advisor.advise import ScheduleOptions
 from elastic_agent.advisor.command import add_arguments, run
 from elastic_agent.advisor.holdout import split_trace
 from elastic_agent.advisor.whole_trace import Request, TraceAdvice, advise_trace
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation, simulate_by_profile
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import DEFAULT_ORIGIN, TraceJob, write_trace

@@ -18,14 +18,9 @@ import random
 import pytest
 
 from elastic_agent.simulation.gocd_callbacks import ServerAnswer, ServerApi
-from elastic_agent.simulation.virtual_time import (
-    PluginWorld,
-    Policy,
-    ProjectPlugin,
-    SimSettings,
-    SimulatedPlugin,
-    Simulation,
-)
+from elastic_agent.simulation.plugins import PluginWorld, ProjectPlugin, SimulatedPlugin
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob
 

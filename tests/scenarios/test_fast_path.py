@@ -18,14 +18,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from elastic_agent.simulation.virtual_time import (
-    START,
-    PluginWorld,
-    Policy,
-    ProjectPlugin,
-    SimSettings,
-    Simulation,
-)
+from elastic_agent.simulation.plugins import PluginWorld, ProjectPlugin
+from elastic_agent.simulation.run_settings import START, SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import TraceJob, WorkloadSpec, generate
 from tests.support.replay_outcome import Assignments, Pods, Waits, observed, side_by_side
 

@@ -24,7 +24,8 @@ from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.service.metrics import Metrics
 from elastic_agent.simulation.fake_kube_objects import StoreError
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.status.pages import render_plugin_status
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.workload import TraceJob

@@ -14,7 +14,8 @@ from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool import labels, quiet
 from elastic_agent.pool.fingerprints import WAITING_TTL_S
 from elastic_agent.pool.job_spec import JobSpec
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import TraceJob, WeekShape, WorkloadSpec, generate
 from tests.support.pool_world import NAMESPACE, pod_manifest, pool_on_a_cluster

@@ -23,7 +23,7 @@ from elastic_agent.clock import ManualClock
 from elastic_agent.pool import labels
 from elastic_agent.service.period_timer import PeriodTimer
 from elastic_agent.simulation.harness import VirtualStack
-from elastic_agent.simulation.virtual_time import START
+from elastic_agent.simulation.run_settings import START
 from elastic_agent.status.pages import render_cluster_status
 from profiles.cluster import ClusterProfile
 from profiles.schedule import Knobs, ScheduleError, parse_schedule

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from elastic_agent.simulation.virtual_time import Policy, Run, SimSettings, Simulation, simulate_all
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Run, Simulation, simulate_all
 from elastic_agent.traces.measures import PolicyResult, percentile
 from elastic_agent.traces.workload import (
     TraceError,

@@ -9,7 +9,8 @@ import pytest
 
 from benchmarks import compare, pool_latency
 from benchmarks.legacy_reuse import legacy_policy
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import TraceJob
 
 

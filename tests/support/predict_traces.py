@@ -5,7 +5,7 @@ The tests of Predict and of registration keys refused by GoCD replay the same pi
 
 from __future__ import annotations
 
-from elastic_agent.simulation.virtual_time import SimSettings
+from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.traces.workload import TraceJob
 
 RUNS = 6

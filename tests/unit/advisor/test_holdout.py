@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from elastic_agent.advisor.holdout import split_trace
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import TraceJob, write_trace
 
 H = 3600.0

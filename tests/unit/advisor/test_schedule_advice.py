@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from elastic_agent.advisor.advise import advise_profile, render
-from elastic_agent.simulation.virtual_time import SimSettings
+from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.traces.schedule_advice import analyse, propose
 from elastic_agent.traces.workload import (
     DEFAULT_ORIGIN,

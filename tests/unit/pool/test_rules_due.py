@@ -28,7 +28,8 @@ from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.state import PoolState
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster, SimulationKubeStore
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import WorkloadSpec, generate
 from profiles.cluster import ClusterProfile
 from profiles.schedule import parse_schedule

@@ -15,7 +15,9 @@ from elastic_agent.gocd.messages import (
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess_requests import READERS, AskedAbout
-from elastic_agent.simulation.virtual_time import PluginWorld, Policy, ProjectPlugin, SimSettings, Simulation
+from elastic_agent.simulation.plugins import PluginWorld, ProjectPlugin
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import WorkloadSpec, generate
 
 PARSERS: dict[str, Any] = {

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from elastic_agent.simulation.virtual_time import Policy, SimSettings, Simulation
+from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import TraceError, TraceJob, load_trace, parse_trace, write_trace
 
 SHAPED = [
