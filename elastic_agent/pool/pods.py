@@ -32,7 +32,6 @@ def label_value(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)  # every request names its cluster; hash each key once
-@functools.lru_cache(maxsize=64)  # every request names its pool by it; the key is a URL and a namespace
 def cluster_label(cluster_key: str) -> str:
     """Names the cluster a pod belongs to: requests carry profile properties, not profile ids, so the
     cluster is known by where it is (ClusterProfile.cluster_key: its URL and namespace)."""
