@@ -240,8 +240,8 @@ def _schedule_run(
 def _schedules(
     jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
 ) -> tuple[Demand | None, dict[ScheduleOption, ScheduleProposal]]:
-    """The profile's demand, and its schedule for each combination of the options' values (named as
-    `_plain` reads them back), so that every profile's schedule of one combination runs together."""
+    """The profile's demand, and its schedule for each combination of the options' values (keyed by
+    that combination), so that every profile's schedule of one combination runs together."""
     if not options.enabled:
         return None, {}
     demand = analyse(
