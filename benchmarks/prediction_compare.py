@@ -55,7 +55,7 @@ from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
-from elastic_agent.traces.schedule_advice import analyse
+from elastic_agent.traces.schedule_advice import Demand, analyse
 from elastic_agent.traces.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, WorkloadSpec, describe, generate
 
 RESULTS = Path(__file__).parent / "results"
@@ -65,6 +65,7 @@ SCHEDULE_VALUES = ("10m", "60m", 0.5)  # plain IdleTimeout, busy IdleTimeout, wa
 PREDICT_IDLE = ("2m", "10m")
 P95_TARGET_S, P95_OVER_FLOOR_S, MEAN_OVER_FLOOR_S = 10.0, 3.0, 1.5
 FLOOR = "floor: a warm pool that never runs dry"
+FLOOR_PROPERTIES = {"Reuse": "true", "IdleTimeout": "24h", "MinIdlePods": "40"}
 FIRST_HOUR = (8 * 3600.0, 9 * 3600.0)  # Monday 08:00 to 09:00, from the trace's time 0 (a Monday 00:00)
 SERVERS = {"default": GOCD_DEFAULTS, "tuned": TUNED}
 
@@ -94,15 +95,16 @@ def cases(which: Sequence[str], quick: bool, seed: int, commits_per_hour: float)
     return found
 
 
-def policies(case: Case, settings: SimSettings, learn_days: float) -> tuple[list[Policy], str]:
-    """The rows, and where the schedule was learnt."""
+def demands(case: Case, settings: SimSettings, learn_days: float) -> tuple[dict[str, Demand], str]:
+    """Each profile's demand, learnt on the trace's first `learn_days` days when it is longer, and where
+    it was learnt (schedule_frontier.py learns the same way)."""
     span_days = (case.jobs[-1].at if case.jobs else 0.0) / DAY_S
     if span_days > learn_days:
         learnt = [job for job in case.jobs if job.at < learn_days * DAY_S]
         where = f"learnt on the first {learn_days:g} days, reported on all {span_days:.0f}"
     else:
         learnt, where = case.jobs, "learnt on the whole trace (it is not longer than --learn-days)"
-    demands = {
+    found = {
         p: analyse(
             [job for job in learnt if job.profile == p],
             DEFAULT_ORIGIN,
@@ -110,8 +112,14 @@ def policies(case: Case, settings: SimSettings, learn_days: float) -> tuple[list
         )
         for p in sorted({job.profile for job in case.jobs})
     }
+    return found, where
+
+
+def policies(case: Case, settings: SimSettings, learn_days: float) -> tuple[list[Policy], str]:
+    """The rows, and where the schedule was learnt."""
+    demands_by_profile, where = demands(case, settings, learn_days)
     plain, busy, quantile = SCHEDULE_VALUES
-    schedule, per_profile = schedule_policy(demands, plain, busy, quantile)
+    schedule, per_profile = schedule_policy(demands_by_profile, plain, busy, quantile)
     rows = [Policy("one pod per job", {"Reuse": "false"})]
     rows += [Policy(f"flat IdleTimeout {t}", {"Reuse": "true", "IdleTimeout": t}) for t in FLAT]
     rows.append(Policy(schedule.name, schedule.elastic, per_profile=schedule.per_profile))
@@ -121,7 +129,7 @@ def policies(case: Case, settings: SimSettings, learn_days: float) -> tuple[list
     ]
     predicted = {name: {**props, "Predict": "true"} for name, props in per_profile.items()}
     rows.append(Policy(f"prediction + {schedule.name}", {"Reuse": "true"}, per_profile=predicted))
-    rows.append(Policy(FLOOR, {"Reuse": "true", "IdleTimeout": "24h", "MinIdlePods": "40"}))
+    rows.append(Policy(FLOOR, FLOOR_PROPERTIES))
     return rows, where
 
 

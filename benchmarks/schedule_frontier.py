@@ -24,41 +24,35 @@ from collections.abc import Sequence
 
 from benchmarks.prediction_compare import (
     FLOOR,
+    FLOOR_PROPERTIES,
     MEAN_OVER_FLOOR_S,
     P95_OVER_FLOOR_S,
     P95_TARGET_S,
     REFERENCE,
     SERVERS,
+    Case,
     cases,
+    demands,
 )
 from benchmarks.schedule_compare import schedule_policy
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, simulate_all
 from elastic_agent.traces.measures import PolicyResult
-from elastic_agent.traces.schedule_advice import analyse
-from elastic_agent.traces.workload import DAY_S, DEFAULT_ORIGIN, TraceJob, describe
+from elastic_agent.traces.workload import DEFAULT_ORIGIN, describe
 
 PLAIN = ("2m", "5m")
 BUSY = ("10m", "20m", "30m")
 QUANTILES = (0.25, 0.5)
 
 
-def rows(jobs: Sequence[TraceJob], settings: SimSettings, learn_days: float) -> list[Policy]:
-    learnt = [job for job in jobs if job.at < learn_days * DAY_S]
-    demands = {
-        profile: analyse(
-            [job for job in learnt if job.profile == profile],
-            DEFAULT_ORIGIN,
-            refill_window_s=settings.boot_median_s + settings.ping_s,
-        )
-        for profile in sorted({job.profile for job in jobs})
-    }
+def rows(case: Case, settings: SimSettings, learn_days: float) -> list[Policy]:
+    demands_by_profile, _ = demands(case, settings, learn_days)
     found = [
         Policy(REFERENCE, {"Reuse": "true", "IdleTimeout": "10m"}),
-        Policy(FLOOR, {"Reuse": "true", "IdleTimeout": "24h", "MinIdlePods": "40"}),
+        Policy(FLOOR, FLOOR_PROPERTIES),
     ]
     for plain, busy, quantile in itertools.product(PLAIN, BUSY, QUANTILES):
-        schedule, per_profile = schedule_policy(demands, plain, busy, quantile)
+        schedule, per_profile = schedule_policy(demands_by_profile, plain, busy, quantile)
         predicted = {name: {**props, "Predict": "true"} for name, props in per_profile.items()}
         found.append(Policy(f"prediction + {schedule.name}", {"Reuse": "true"}, per_profile=predicted))
     return found
@@ -110,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = SimSettings(seed=args.seed, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp())
     settings = SERVERS[args.server].settings(base)
     case = cases(("pipelines",), False, args.seed, 25.0)[0]
-    policies = rows(case.jobs, settings, args.learn_days)
+    policies = rows(case, settings, args.learn_days)
     print(f"{describe(case.jobs)}; {len(policies)} policies on the {args.server} server", flush=True)
     load_before, started = os.getloadavg()[0], time.perf_counter()
     results = simulate_all([(case.jobs, p, settings) for p in policies], args.workers)
