@@ -101,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--learn-days", type=float, default=4.0)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.learn_days <= 0 or args.workers < 1:
+        parser.error("--learn-days must be more than 0 and --workers at least 1")
     base = SimSettings(seed=args.seed, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp())
     settings = SERVERS[args.server].settings(base)
     case = cases(("pipelines",), False, args.seed, 25.0)[0]

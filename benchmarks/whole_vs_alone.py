@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--set", nargs="*", default=list(DEFAULT_SETTING), help="elastic properties, KEY=VALUE"
     )
     args = parser.parse_args(argv)
+    if args.jobs < 1 or args.first < 1:
+        parser.error("--jobs and --first must be at least 1")
     if any("=" not in item for item in args.set):
         parser.error("--set takes KEY=VALUE items")
     setting = dict(item.split("=", 1) for item in args.set)
