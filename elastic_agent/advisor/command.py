@@ -9,6 +9,7 @@ module imports nothing of the simulator: `run` imports `advise.py`, which runs i
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import sys
@@ -136,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
     from elastic_agent.advisor.advise import ScheduleOptions
     from elastic_agent.advisor.together import Server
     from elastic_agent.advisor.whole_trace import Request, run_advisor
+
+    # The simulated backends log as the real one does (a warm pod short of a key, say): their lines are
+    # about simulated pods, which the report sums up, so only errors reach the terminal (as in the demo).
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
     try:
         options = _options(args)
