@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -110,6 +111,12 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     )
     advise.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     advise.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the report as one self-contained HTML page with plots of each profile's frontier "
+        "and waits by hour of day (needs the `sim` extra: matplotlib)",
+    )
+    advise.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
     )
 
@@ -122,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
     from elastic_agent.advisor.whole_trace import Request, run_advisor
 
     try:
+        html = _report_file(args.html, "--html", args.trace)
+        if html is not None:
+            _plotting_library("--html")
         options = _options(args)
         server = Server(
             _tick(args.assignment_tick, "--assignment-tick"), _lifetime(args.key_lifetime, "--key-lifetime")
@@ -152,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             bar=not args.quiet and sys.stderr.isatty(),
             server=server,
             tuned=tuned,
+            html=html,
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
@@ -188,6 +199,35 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "plain_idle_timeouts": _durations(args.plain_idle_timeouts, "--plain-idle-timeouts"),
         "busy_share": args.busy_share,
     }
+
+
+def _report_file(path: str | None, option: str, trace: str) -> str | None:
+    """A file the report can be written to, checked before hours of simulation rather than after."""
+    if path is None:
+        return None
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise ValueError(f"{option}: {path} is a folder; give the name of a file to write (e.g. report.html)")
+    if target.exists() and target.resolve() == Path(trace).resolve():
+        raise ValueError(f"{option}: {path} is the trace itself; give another file")
+    if not folder.is_dir():
+        raise ValueError(f"{option}: cannot write {path}: the folder {folder} does not exist")
+    if not os.access(target if target.exists() else folder, os.W_OK):
+        raise ValueError(f"{option}: cannot write {path}: permission denied")
+    return path
+
+
+def _plotting_library(option: str) -> None:
+    # Imported here, when the report is asked for: the image installs no `sim` extra, and `serve` must not
+    # load a plotting library.
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            f"{option} draws its plots with matplotlib, which is not installed here: install the "
+            "package with its `sim` extra (pip install '.[sim]')"
+        ) from None
 
 
 def _learn_days(value: int | None) -> int | None:

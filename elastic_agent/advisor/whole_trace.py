@@ -29,6 +29,8 @@ from elastic_agent.advisor.advise import (
 )
 from elastic_agent.advisor.holdout import Split, split_trace
 from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
+from elastic_agent.advisor.interim_document import interim_document
+from elastic_agent.advisor.report_html import save_html
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.together import (
     GOCD_DEFAULTS,
@@ -181,9 +183,11 @@ def run_advisor(
     bar: bool = False,
     server: Server = GOCD_DEFAULTS,
     tuned: Server | None = TUNED,
+    html: str | None = None,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
-    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside."""
+    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside; `html`:
+    a file to write the report to as a page with plots (report_html.py)."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -221,6 +225,9 @@ def run_advisor(
         f"trace at once, every profile with it, and read per profile. GoCD server: {settings.server()}; "
         f"pods booting in about {settings.boot_median_s:g} s, {settings.polling()}."
     )
+    if html is not None:
+        targets = (request.target, request.p95_target)
+        save_html(html, interim_document(trace_path, jobs, found.advices, trace.origin, split, targets))
     return 0
 
 
