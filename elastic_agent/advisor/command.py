@@ -127,6 +127,12 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     )
     advise.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     advise.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the report as one self-contained HTML page with plots of each profile's frontier "
+        "and waits by hour of day (needs the `sim` extra: matplotlib)",
+    )
+    advise.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
     )
 
@@ -143,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
     try:
+        html = _report_file(args.html, "--html", args.trace)
+        if html is not None:
+            _plotting_library("--html")
         options = _options(args)
         server = Server(
             _tick(args.assignment_tick, "--assignment-tick"), _lifetime(args.key_lifetime, "--key-lifetime")
@@ -163,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             prediction=not args.no_prediction,
             knee_gain=_knee_gain(args.knee_gain),
         )
-        json_path = _writable(args.json, "--json") if args.json else None
+        json_path = _report_file(args.json, "--json", args.trace)
         return run_advisor(
             args.trace,
             request,
@@ -176,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
             server=server,
             tuned=tuned,
             json_path=json_path,
+            html=html,
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
@@ -220,18 +230,34 @@ def _knee_gain(value: float) -> float:
     return value
 
 
-def _writable(path: str, option: str) -> str:
-    """Checked before the simulations, which take minutes: a path that cannot be written is a sentence
-    now, not a traceback at the end."""
+def _report_file(path: str | None, option: str, trace: str) -> str | None:
+    """A file a report can be written to, checked before minutes or hours of simulation rather than
+    after: a path that cannot be written is a sentence now, not a traceback at the end."""
+    if path is None:
+        return None
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
-        raise ValueError(f"{option}: {path} is a directory, not a file to write")
+        raise ValueError(f"{option}: {path} is a folder; give the name of a file to write (e.g. report.html)")
+    if target.exists() and target.resolve() == Path(trace).resolve():
+        raise ValueError(f"{option}: {path} is the trace itself; give another file")
     if not folder.is_dir():
         raise ValueError(f"{option}: cannot write {path}: the folder {folder} does not exist")
     if not os.access(target if target.exists() else folder, os.W_OK):
         raise ValueError(f"{option}: cannot write {path}: permission denied")
     return path
+
+
+def _plotting_library(option: str) -> None:
+    # Imported here, when the report is asked for: the image installs no `sim` extra, and `serve` must not
+    # load a plotting library.
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            f"{option} draws its plots with matplotlib, which is not installed here: install the "
+            "package with its `sim` extra (pip install '.[sim]')"
+        ) from None
 
 
 def _learn_days(value: int | None) -> int | None:

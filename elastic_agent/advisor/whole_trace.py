@@ -33,6 +33,7 @@ from elastic_agent.advisor.holdout import Split, split_trace
 from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
 from elastic_agent.advisor.knee import DEFAULT_MIN_GAIN_S, rule_text
 from elastic_agent.advisor.predict_report import render_predict
+from elastic_agent.advisor.report_html import save_html
 from elastic_agent.advisor.report_json import Context, document, write
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.together import (
@@ -192,10 +193,12 @@ def run_advisor(
     server: Server = GOCD_DEFAULTS,
     tuned: Server | None = TUNED,
     json_path: str | None = None,
+    html: str | None = None,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
     the advice is for; `tuned`: a server whose figures for the recommendations are shown beside;
-    `json_path`: where to write the report's figures as JSON too (report_json.py)."""
+    `json_path`: where to write the report's figures as JSON too (report_json.py); `html`: a file to
+    write the report to as a page with plots, drawn from the same figures (report_html.py)."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -237,22 +240,27 @@ def run_advisor(
         f"trace at once, every profile with it, and read per profile. GoCD server: {settings.server()}; "
         f"pods booting in about {settings.boot_median_s:g} s, {settings.polling()}."
     )
+    if json_path is None and html is None:
+        return 0
+    context = Context(
+        trace_path,
+        jobs,
+        trace.origin,
+        split,
+        request.target,
+        request.p95_target,
+        settings.resend_s,
+        request.knee_gain,
+    )
+    figures = document(found.advices, found.together, context, follows)
     if json_path is not None:
-        context = Context(
-            trace_path,
-            jobs,
-            trace.origin,
-            split,
-            request.target,
-            request.p95_target,
-            settings.resend_s,
-            request.knee_gain,
-        )
         try:
-            write(json_path, document(found.advices, found.together, context, follows))
+            write(json_path, figures)
         except OSError as error:
             print(f"error: --json: cannot write {json_path}: {error.strerror or error}", file=sys.stderr)
             return 2
+    if html is not None:
+        save_html(html, figures)
     return 0
 
 

@@ -107,9 +107,10 @@ def test_a_negative_heap_trim_interval_is_one_clear_line() -> None:
 
 
 # Runs `serve` as `python -m elastic_agent serve` does (main thread, SIGTERM to stop) and lists, once it
-# has answered requests and stopped, the simulator's modules it loaded, and the advisor's module that runs
-# the simulator. The lazy imports of the command line and of request handling count: they are why this
-# is a running process and not the import-linter contract, which sees only the code.
+# has answered requests and stopped, the simulator's modules it loaded, the advisor's module that runs
+# the simulator, and matplotlib (the advisor's HTML report's plots). The lazy imports of the command line
+# and of request handling count: they are why this is a running process and not the import-linter
+# contract, which sees only the code.
 _SERVE_AND_LIST = textwrap.dedent(
     """
     import json, os, signal, sys, threading, time, urllib.request
@@ -152,13 +153,14 @@ _SERVE_AND_LIST = textwrap.dedent(
     loaded = sorted(
         m for m in sys.modules
         if m.startswith("elastic_agent.simulation") or m == "elastic_agent.advisor.advise"
+        or m.split(".")[0] == "matplotlib"
     )
     print(json.dumps({"code": code, "answers": answers, "simulation_modules": loaded}))
     """
 )
 
 
-def test_a_serving_backend_loads_no_module_of_the_simulator() -> None:
+def test_a_serving_backend_loads_no_module_of_the_simulator_nor_matplotlib() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

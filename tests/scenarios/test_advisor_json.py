@@ -224,7 +224,7 @@ def test_the_test_stages_follow_another_stage(advised: Any) -> None:
     ("where", "said"),
     [
         ("missing/advice.json", "the folder"),
-        (".", "is a directory"),
+        (".", "is a folder"),
     ],
 )
 def test_a_json_path_that_cannot_be_written_is_a_sentence_and_exit_status_2(
