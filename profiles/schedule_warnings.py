@@ -6,8 +6,8 @@ the entry it overrides):
 - an entry that changes nothing: wherever it is in force, the values it puts in force (its own, and the
   plain ones for the keys it leaves out) are those that would hold without it;
 - an entry that leaves out a key which an entry it overlaps sets to something else than the plain value:
-  where it wins, the plain value comes back (the README's Monday-morning entry once set MinIdlePods only,
-  so office hours' IdleTimeout of 30m fell back to the plain 2m on Monday mornings).
+  where it wins, the plain value comes back (docs/profiles.md's Monday-morning entry once set MinIdlePods
+  only, so office hours' IdleTimeout of 30m fell back to the plain 2m on Monday mornings).
 
 They are warnings, not validation errors: GoCD's validate-elastic-agent-profile answer has errors only,
 and an error blocks the save, while either entry may be meant (a placeholder period, or a period that

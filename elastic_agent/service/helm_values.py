@@ -55,7 +55,8 @@ CONFLICT_STATUS = 3
 LEFT_TO_YOU = ("rbac", "serviceAccount")
 CHART_PRECONFIGURE = ["/bin/bash", "/preconfigure_server.sh"]  # gocd/values.yaml of chart 2.18.0
 PLUGIN_PRECONFIGURE_MARK = "kubernetes-reuse-preconfigure"  # in every version of the plugin's command
-BACKEND_STOP_S = 10  # the backend exits within 9 s of SIGTERM (README.md, "Running the backend")
+# The backend exits within 9 s of SIGTERM (docs/operations.md, "Stopping it, and what a restart loses").
+BACKEND_STOP_S = 10
 BOUND_ACCOUNT = "gocd"  # the subject of docker/kubernetes/rbac/rolebinding.yaml
 # gocd/values.yaml of chart 2.18.0: entries a values file's list of the same key replaces.
 CHART_DEFAULT_ENTRIES = {

@@ -3,7 +3,7 @@ may use now, a refusal by GoCD that bounds them, and the profiles whose pods wan
 for want of a key.
 
 An admin who sees a warm pool stay short, or Predict start fewer pods than it learned, needs to see that
-the keys are the limit and what moves it (README.md, "Status pages and metrics"; docs/install.md, "A GoCD
+the keys are the limit and what moves it (docs/operations.md, "Status pages"; docs/install.md, "A GoCD
 server tuned for reuse"). Its own module so that the status page module keeps to what every page shows.
 Numbers and names only: never a key.
 """

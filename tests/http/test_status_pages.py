@@ -1,7 +1,7 @@
 """The plugin and cluster status reports, asked for the way GoCD asks, over the bridge contract, with pods
 in every state (tests/support/status_scene.py); then every report rendered by a real headless Chromium, which
-also takes the README's screenshots (`STATUS_PAGE_SCREENSHOTS=docs/screenshots`). The agent report's
-content is tests/http/test_status_agent_page.py's.
+also takes the screenshots of docs/operations.md (`STATUS_PAGE_SCREENSHOTS=docs/screenshots`). The agent
+report's content is tests/http/test_status_agent_page.py's.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_pages_render_in_headless_chromium(scene: Scene, views: dict[str, str], 
         assert image.pixel(0, 0)[:3] == WHITE, f"{name}: the page background is not white"
         assert image.rows_with_ink(image.pixel(0, 0)) > 150, f"{name}: almost nothing was drawn"
 
-    if target := os.environ.get("STATUS_PAGE_SCREENSHOTS"):  # refresh docs/screenshots for the README
+    if target := os.environ.get("STATUS_PAGE_SCREENSHOTS"):  # refresh docs/screenshots for docs/operations.md
         Path(target).mkdir(parents=True, exist_ok=True)
         for name in BROWSER_PAGES:
             shutil.copyfile(rendered[name].screenshot, Path(target) / f"{name}.png")

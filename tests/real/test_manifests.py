@@ -185,7 +185,8 @@ def test_the_values_rely_on_the_charts_persistent_volume_for_the_jar() -> None:
 
 
 def test_every_helm_upgrade_the_docs_show_pins_the_chart_version_the_values_were_checked_against() -> None:
-    texts = {path: path.read_text() for path in (ROOT / "docs" / "install.md", VALUES, ROOT / "README.md")}
+    pages = (VALUES, ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")))
+    texts = {path: path.read_text() for path in pages}
     commands = [(path.name, line) for path, text in texts.items() for line in text.splitlines()
                 if re.search(r"helm upgrade .*gocd/gocd", line)]  # fmt: skip
     assert commands, "the guide shows the helm command"

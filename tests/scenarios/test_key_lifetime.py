@@ -20,7 +20,7 @@ from profiles.validation import validate_cluster_profile
 from tests.support.paths import ROOT
 from tests.support.virtual_helpers import virtual_stack
 
-README = ROOT / "README.md"
+PROFILE_KEYS = ROOT / "docs" / "profiles.md"
 BASE = {"go_server_url": "https://gocd.example.com/go"}
 PROPERTY = "gocd.ephemeral.auto.register.key.expiry.millis"
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
@@ -63,9 +63,9 @@ def test_the_key_lifetime_is_a_duration_of_at_least_a_minute(value: str, said: s
     assert (found == []) if said is None else (len(found) == 1 and said in found[0]), found
 
 
-def test_the_readme_cluster_profile_table_documents_every_setting_and_this_one_with_its_default() -> None:
-    text = README.read_text()
-    table = text[text.index("### Cluster profile") : text.index("### Elastic agent profile")]
+def test_the_cluster_profile_table_documents_every_setting_and_this_one_with_its_default() -> None:
+    text = PROFILE_KEYS.read_text()
+    table = text[text.index("## Cluster profile\n") : text.index("## Elastic agent profile\n")]
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)`[^|]*\| ([^|]*) \|", table, re.M)}
     assert set(rows) == {field.key for field in CLUSTER_FIELDS}
     assert "`30m`" in rows["auto_register_key_expiry"]

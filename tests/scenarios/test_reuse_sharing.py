@@ -1,4 +1,4 @@
-"""Which jobs can share a pod, under each ReuseScope: the reuse security model of the README ("What a
+"""Which jobs can share a pod, under each ReuseScope: the reuse security model of docs/security.md ("What a
 reused pod shares") and docs/install.md, in virtual time through the real decisions (the in-process
 backend, the simulated GoCD server and cluster). A pod is shared by jobs whose fingerprints are equal
 (profiles/fingerprint.py): the pod their profiles render, the cluster, the GoCD server, the GoCD

@@ -1,6 +1,6 @@
 """Warnings about ReuseSchedule entries that change nothing or bring a plain value back
 (profiles/schedule_warnings.py), as the backend sends them to GoCD and the status page shows them, and
-the README's example held to them."""
+the example of docs/profiles.md held to them."""
 
 from __future__ import annotations
 
@@ -62,9 +62,9 @@ def test_an_entry_that_leaves_out_a_value_the_entry_it_overrides_sets_is_warned_
     assert warnings(OFFICE, nights) == ()
 
 
-def _readme_example() -> tuple[str, Knobs]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("### Reuse that follows the week", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def _documented_example() -> tuple[str, Knobs]:
+    page = (ROOT / "docs" / "profiles.md").read_text(encoding="utf-8")
+    block = page.split("## Reuse that follows the week", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     header = re.match(r"# elastic profile: (.*), ReuseSchedule=\n", block)
     assert header is not None, "the example names the profile's plain values on its first line"
     values = dict(item.split("=", 1) for item in header.group(1).split(", "))
@@ -72,8 +72,8 @@ def _readme_example() -> tuple[str, Knobs]:
     return block, plain
 
 
-def test_the_readmes_schedule_example_parses_and_each_of_its_entries_changes_something() -> None:
-    text, plain = _readme_example()
+def test_the_documented_schedule_example_parses_and_each_of_its_entries_changes_something() -> None:
+    text, plain = _documented_example()
     parsed = parse_schedule(text)
     assert len(parsed.entries) == 2
     assert schedule_warnings(parsed, plain) == ()

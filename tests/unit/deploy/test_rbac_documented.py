@@ -1,4 +1,4 @@
-"""The README's RBAC line says exactly what docker/kubernetes/rbac/role.yaml grants."""
+"""docs/profiles.md's RBAC line says exactly what docker/kubernetes/rbac/role.yaml grants."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ def rbac_line(role: dict[str, object]) -> str:
     )
 
 
-def test_the_readme_names_every_rule_of_the_role_and_no_other() -> None:
+def test_the_profile_keys_page_names_every_rule_of_the_role_and_no_other() -> None:
     role = yaml.safe_load((ROOT / "docker" / "kubernetes" / "rbac" / "role.yaml").read_text())
     assert role["kind"] == "Role", "namespaced: the backend needs nothing at cluster scope"
     line = rbac_line(role)
     assert line == (
         "pods create/list/watch/patch/delete, pods/log get, events list, configmaps get/create/update"
     )
-    readme = (ROOT / "README.md").read_text()
-    assert f"`docker/kubernetes/rbac/role.yaml`: {line})" in readme
+    page = (ROOT / "docs" / "profiles.md").read_text()
+    assert f"`docker/kubernetes/rbac/role.yaml`: {line})" in page
