@@ -130,7 +130,8 @@ def test_a_second_read_extends_the_trace_with_no_duplicate_and_reads_only_new_st
     first_rows = len(rows_of(output))
     with serve(world) as later:
         # The same server a day later (the double listens on another port each time).
-        output.write_text(output.read_text().replace(first_url, later.url, 1))
+        state = output.with_name(output.name + ".state.json")
+        state.write_text(state.read_text().replace(first_url, later.url, 1))
         status, out, err = trace(later, world, output, "admin")
         instances = later.calls["stage_instance"]
 
@@ -154,18 +155,19 @@ def test_retries_get_through_a_proxy_that_refuses_a_tenth_of_the_calls(world: Wo
     assert written_rows(output) == expected_rows(world, since_ms=int(ORIGIN.timestamp() * 1000))
 
 
-def test_a_group_admin_gets_the_groups_it_sees_and_is_told_what_is_missing(
+def test_a_group_admin_that_sees_no_environment_gets_no_trace_and_exit_1_until_it_says_they_are_in_none(
     gocd: ServedGoCD, world: World, tmp_path: Path
 ) -> None:
     output = tmp_path / "trace.jsonl"
 
     status, _, err = trace(gocd, world, output, "ops", "--since", ORIGIN.isoformat())
 
-    assert status == 0, err
+    assert status == 1, err
     assert "warning: The token's user is not a GoCD system administrator" in err
     # `ops` sees no environment (GoCD lists them to non-admins by role rules only): every run is left
-    # out rather than written with a blank environment it may not have.
-    assert "in no environment the token may view" in err and rows_of(output) == []
+    # out rather than written with a blank environment it may not have, and that is no success.
+    assert "in no environment the token may view" in err and not output.exists()
+    assert "were left out: their pipelines" in err and "run this again with --assume-no-environment" in err
 
     status, _, err = trace(
         gocd, world, output, "ops", "--fresh", "--assume-no-environment", "--since", ORIGIN.isoformat()
