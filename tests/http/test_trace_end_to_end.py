@@ -22,6 +22,7 @@ import pytest
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
 from elastic_agent.simulation.gocd_rest import Faults, ServedGoCD, World, serve, world_from_trace
+from elastic_agent.simulation.gocd_rest.server import PROXY_STATUSES
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 
 ORIGIN = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
@@ -147,12 +148,43 @@ def test_retries_get_through_a_proxy_that_refuses_a_tenth_of_the_calls(world: Wo
     output = tmp_path / "trace.jsonl"
     with serve(world, faults=Faults(fraction=0.1, retry_after_s=0, seed=5)) as gocd:
         status, out, err = trace(gocd, world, output, "admin", "--since", ORIGIN.isoformat())
-        refused = sum(count for (_, code), count in gocd.answers.items() if code in (429, 502, 503))
+        refused = sum(count for (_, code), count in gocd.answers.items() if code in PROXY_STATUSES)
 
     assert status == 0, err
     assert refused > 10
     assert f"; {refused} retries." in out
     assert written_rows(output) == expected_rows(world, since_ms=int(ORIGIN.timestamp() * 1000))
+
+
+@pytest.mark.slow  # the client's back-off before it gives up on a call: about 15 s
+def test_a_read_whose_gocd_goes_down_behind_a_proxy_part_way_keeps_what_it_read_and_the_next_run_completes_it(
+    world: World, tmp_path: Path
+) -> None:
+    output = tmp_path / "trace.jsonl"
+    since = ORIGIN.isoformat()
+    gone = Faults(statuses=(502,), endpoints=frozenset({"stage_instance"}), down_after=40)
+    with serve(world, faults=gone) as gocd:
+        status, _, err = trace(gocd, world, output, "admin", "--since", since)
+        first_url = gocd.url
+
+    assert status == 3, err
+    [error] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert "a proxy or gateway in front of GoCD answered GET" in error and "with 502 (Bad Gateway)" in error
+    assert "GoCD server's log" not in err
+    kept = written_rows(output)
+    everything = expected_rows(world, since_ms=int(ORIGIN.timestamp() * 1000))
+    assert kept and set(kept) < set(everything)  # what the 40 stage runs read held, and nothing else
+    assert f"{output} holds {len(kept)} job runs" in err
+
+    with serve(world) as gocd:
+        state = output.with_name(output.name + ".state.json")
+        state.write_text(state.read_text().replace(first_url, gocd.url, 1))
+        status, _, err = trace(gocd, world, output, "admin")
+        again = gocd.calls["stage_instance"]
+
+    assert status == 0, err
+    assert written_rows(output) == everything
+    assert again < len({row[0][:4] for row in everything})  # the stage runs kept are not read again
 
 
 def test_a_group_admin_that_sees_no_environment_gets_no_trace_and_exit_1_until_it_says_they_are_in_none(
