@@ -30,6 +30,7 @@ from pathlib import Path
 
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
+from elastic_agent.service.trace_file import state_path
 from elastic_agent.simulation.gocd_rest import World, serve, world_from_trace
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import TraceJob
@@ -83,10 +84,9 @@ def _read(
 ) -> tuple[Counter[str], float, list[dict]]:
     with serve(world) as gocd:
         if not fresh:  # the same server: the double listens on a new port each time
-            text = output.read_text()
-            first = text.splitlines()[0]
-            server = json.loads(first.removeprefix("# gocd-trace: "))["server"]
-            output.write_text(text.replace(server, gocd.url, 1))
+            state = state_path(output)
+            text = state.read_text()
+            state.write_text(text.replace(json.loads(text)["server"], gocd.url, 1))
         token = output.with_name("token")
         token.write_text(gocd.tokens["admin"])
         parser = argparse.ArgumentParser()
@@ -104,7 +104,7 @@ def _read(
         if status != 0:
             raise SystemExit(f"trace failed: {out.getvalue()}")
         calls = Counter({kind.replace("_", " "): count for kind, count in gocd.calls.items()})
-    rows = [json.loads(line) for line in output.read_text().splitlines() if not line.startswith("#")]
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
     return calls, seconds, rows
 
 

@@ -11,26 +11,31 @@ job of a stage run becomes.
 
 A run already in the trace (`known`) is not read again: a stage run whose elastic jobs are all known
 costs no call, so running `trace` again on its own output reads only what is new. `resume_ms` is where
-the next read should start: the earliest run still going, else the time this read began.
+the next read should start: the earliest run still going, else the time this read began. The stage
+instances are most of the calls and of the time: when one of them fails for good, the runs of those
+already read are kept and the failure returned with them (`History.failure`), and the next read starts
+where this one did, so that it reads only what this one could not.
 
 What the token cannot see is said, never filled in: GoCD shows a user who is not a system
 administrator only the pipeline groups it may view and the environments it may view, and a pipeline's
 config only to its group's administrators. Pipelines whose config is refused are left out and named;
 pipelines in no environment the token can see may be in one it cannot, so their runs are left out
 unless the caller says they are in none (`assume_no_environment`): a blank environment never stands
-for one the token was not shown.
+for one the token was not shown. Their stage histories are still read (no stage instance), to count the
+runs so left out: whether that is most of the runs decides what the command makes of the read.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from elastic_agent.gocd.history_calls import Calls, Forbidden, Missing, StageRun
 from elastic_agent.gocd.history_runs import (
+    NO_ENVIRONMENT,
     NOT_FINISHED,
     UNKNOWN_JOB,
     JobConfig,
@@ -39,7 +44,7 @@ from elastic_agent.gocd.history_runs import (
     find_config,
     stage_job_run,
 )
-from elastic_agent.gocd.rest_api import GoCDRestClient
+from elastic_agent.gocd.rest_api import GoCDApiError, GoCDRestClient
 
 DEFAULT_CONCURRENCY = 4
 # Stage history is read this far past the time asked for: a stage created before it may hold a job
@@ -77,6 +82,11 @@ class History:
     history_pages: int = 0
     warnings: list[str] = field(default_factory=list)  # what the token could not see, and what it means
     resume_ms: int = 0  # where the next read should start
+    pipelines: int = 0  # pipelines the token was shown
+    admin: bool | None = None  # the token's user is a system administrator (None: GoCD did not say)
+    admin_unknown: str = ""  # why GoCD did not say
+    unseen: list[str] = field(default_factory=list)  # pipelines with elastic jobs in no environment seen
+    failure: GoCDApiError | None = None  # the read stopped at this; `runs` holds what was read before
 
     @property
     def static_jobs(self) -> list[JobConfig]:
@@ -104,25 +114,36 @@ def read_history(
     calls = Calls(client)
     history = History(resume_ms=window.now_ms)
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="trace") as pool:
-        admin = calls.is_admin()
+        history.admin = admin = calls.is_admin()
+        history.admin_unknown = calls.admin_unknown
         environments = calls.environments()
         pipelines = calls.pipeline_names()
+        history.pipelines = len(pipelines)
         say(
             f"GoCD at {client.shown_url}: {len(pipelines)} pipelines the token can see; reading their configs"
         )
         configs = _configs(calls, pipelines, environments, admin, assume_no_environment, pool, bar, history)
         stages = _elastic_stages(configs)
+        unseen = _elastic_stages(configs, environment_known=False)
         say(
             f"{sum(map(len, stages.values()))} jobs in {len(stages)} stages with elastic jobs; reading "
             "their history"
         )
-        stage_runs = _stage_runs(calls, stages, window, pool, bar, history)
+        stage_runs = _stage_runs(calls, {**stages, **unseen}, window, pool, bar, history)
+        _count_unseen(
+            [run for run in stage_runs if (run.pipeline, run.stage) in unseen], unseen, window, history
+        )
+        stage_runs = [run for run in stage_runs if (run.pipeline, run.stage) in stages]
         to_read = [run for run in stage_runs if _worth_reading(run, stages[run.pipeline, run.stage], window)]
         _note_unfinished(stage_runs, stages, window, history)
         say(f"{len(to_read)} stage runs to read ({history.history_pages} pages of stage history read)")
-        instances = _parallel(pool, to_read, calls.stage_instance, bar(len(to_read), "stage runs"))
-    history.stage_runs = len(to_read)
-    for run, jobs in zip(to_read, instances, strict=True):
+        read, history.failure = _parallel_until_failure(
+            pool, to_read, calls.stage_instance, bar(len(to_read), "stage runs")
+        )
+    history.stage_runs = len(read)
+    if history.failure is not None:
+        history.resume_ms = window.since_ms  # the stage runs not read are read next time
+    for run, jobs in read:
         _take(run, jobs, stages[run.pipeline, run.stage], window, history)
     history.runs.sort(key=lambda run: (run.scheduled_ms, run.pipeline, run.stage, run.job))
     return history
@@ -167,8 +188,8 @@ def _configs(
         )
     elif admin is None:
         history.warnings.append(
-            "GoCD did not say whether the token's user is a system administrator (no site URLs API): "
-            "pipelines and environments it may not view would be missing from this trace unnoticed."
+            f"GoCD did not say whether the token's user is a system administrator ({history.admin_unknown}): "
+            "if it is not, pipelines and environments it may not view are missing from this trace unnoticed."
         )
     if forbidden:
         history.warnings.append(
@@ -181,21 +202,35 @@ def _configs(
             f"Left out {_count(len(gone), 'pipeline')} deleted while read: {_names(gone)}."
         )
     unseen = sorted({job.pipeline for job in jobs if job.environment is None and job.profile is not None})
+    history.unseen = unseen
     if unseen:
-        history.warnings.append(
+        left = (
             f"Left out the runs of {_count(len(unseen), 'pipeline')} in no environment the token may view "
             f"({_names(unseen)}): GoCD lists to a user who is not an administrator only the environments "
             "it may view, so they may be in one it cannot see, and the environment decides which pods a job "
-            "may use. Give an administrator's token, or --assume-no-environment if they are in none."
+            "may use."
         )
+        if admin is None:
+            history.warnings.append(
+                f"{left} Whether the token is an administrator's could not be told: if it is, GoCD listed "
+                "every environment and they are in none, so pass --assume-no-environment to keep their "
+                "runs; if it is not, give an administrator's token."
+            )
+        else:
+            history.warnings.append(
+                f"{left} Give an administrator's token, or --assume-no-environment if they are in none."
+            )
     return jobs
 
 
-def _elastic_stages(jobs: Iterable[JobConfig]) -> dict[tuple[str, str], dict[str, JobConfig]]:
-    """(pipeline, stage) -> its jobs by lower-cased name, for stages with a job to trace."""
+def _elastic_stages(
+    jobs: Iterable[JobConfig], *, environment_known: bool = True
+) -> dict[tuple[str, str], dict[str, JobConfig]]:
+    """(pipeline, stage) -> its jobs by lower-cased name, for stages with a job to trace (or, with
+    `environment_known` False, with an elastic job whose environment the token was not shown)."""
     stages: dict[tuple[str, str], dict[str, JobConfig]] = {}
     for job in jobs:
-        if job.profile is not None and job.environment is not None:
+        if job.profile is not None and (job.environment is not None) == environment_known:
             stages.setdefault((job.pipeline, job.stage), {})
     for job in jobs:
         if (job.pipeline, job.stage) in stages:
@@ -237,6 +272,24 @@ def _worth_reading(run: StageRun, jobs: Mapping[str, JobConfig], window: Window)
         if _key(run, job.name) not in window.known:
             return True
     return False
+
+
+def _count_unseen(
+    runs: Iterable[StageRun],
+    stages: Mapping[tuple[str, str], Mapping[str, JobConfig]],
+    window: Window,
+    history: History,
+) -> None:
+    """The finished elastic runs in the window of pipelines in no environment the token was shown: left
+    out, and counted from the stage history alone (no stage instance is read for them)."""
+    for run in runs:
+        for job in run.jobs:
+            config = find_config(job.name, stages[run.pipeline, run.stage])
+            if config is None or config.profile is None or job.state != "Completed":
+                continue
+            in_window = job.scheduled_ms is not None and job.scheduled_ms >= window.since_ms
+            if in_window and _key(run, job.name) not in window.known:
+                history.left_out[NO_ENVIRONMENT] += 1
 
 
 def _note_unfinished(
@@ -292,11 +345,7 @@ def _key(run: StageRun, job: str) -> RunKey:
 def _parallel(pool: ThreadPoolExecutor, items: Sequence[T], work: Callable[[T], R], bar: Bar) -> list[R]:
     """`work` over `items` on the pool, results in the items' order; the first error stops the rest and
     is raised (every further call would most likely fail the same way)."""
-    futures: list[Future[R]] = []
-    for item in items:
-        future = pool.submit(work, item)
-        future.add_done_callback(lambda _: bar.update())
-        futures.append(future)
+    futures = [pool.submit(_counted, work, item, bar) for item in items]
     try:
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         failed = next((future for future in done if future.exception() is not None), None)
@@ -307,6 +356,40 @@ def _parallel(pool: ThreadPoolExecutor, items: Sequence[T], work: Callable[[T], 
         return [future.result() for future in futures]
     finally:
         bar.close()
+
+
+def _counted(work: Callable[[T], R], item: T, bar: Bar) -> R:
+    """`work(item)`, counted on the bar before its future is done (a done callback may run after the
+    waiter has moved on and closed the bar)."""
+    try:
+        return work(item)
+    finally:
+        bar.update()
+
+
+def _parallel_until_failure(
+    pool: ThreadPoolExecutor, items: Sequence[T], work: Callable[[T], R], bar: Bar
+) -> tuple[list[tuple[T, R]], GoCDApiError | None]:
+    """`work` over `items` on the pool, in the items' order, until a call fails: then the rest are not
+    started, and what the others finished is kept. The results, and the first failure (None: none)."""
+    futures = {pool.submit(_counted, work, item, bar): item for item in items}
+    failure: GoCDApiError | None = None
+    try:
+        for future in as_completed(futures):
+            error = future.exception()
+            if isinstance(error, GoCDApiError):
+                failure = error
+                break
+            if error is not None:
+                raise error
+    finally:
+        if failure is not None:
+            for future in futures:
+                future.cancel()
+            wait(futures)  # the calls under way finish: their answers are kept too
+        bar.close()
+    done = [(item, f.result()) for f, item in futures.items() if not f.cancelled() and f.exception() is None]
+    return done, failure
 
 
 def _names(names: Sequence[str]) -> str:

@@ -97,14 +97,21 @@ class Calls:
     def __init__(self, client: GoCDRestClient) -> None:
         self._client = client
         self._templates: dict[str, list[Any]] = {}
+        self.admin_unknown = ""  # why is_admin could not tell, when it could not
 
     def is_admin(self) -> bool | None:
-        """True for a system administrator, False for anyone else, None when GoCD did not say."""
+        """True for a system administrator, False for anyone else, None when GoCD did not say: a 404 (a
+        GoCD without this API, or a proxy that hides it) or a 403 that is not GoCD's (a proxy that blocks
+        the path answers its own page, not GoCD's JSON); `admin_unknown` then says which."""
         try:
             self._get(SITE_URLS_PATH, SITE_URLS_ACCEPT, "the server's site URLs", "site URLs")
-        except Forbidden:
-            return False
+        except Forbidden as error:
+            if error.said is not None:
+                return False
+            self.admin_unknown = f"GET {SITE_URLS_PATH} was refused (403) by something other than GoCD"
+            return None
         except Missing:
+            self.admin_unknown = f"GET {SITE_URLS_PATH} answered 404 (an older GoCD, or a proxy hiding it)"
             return None
         return True
 

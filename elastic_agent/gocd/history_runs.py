@@ -45,6 +45,7 @@ OUT_OF_ORDER = "with state transitions out of order (clocks?)"
 NO_SCHEDULED_TIME = "without a scheduled time"
 COPIED = "copied into a re-run of their stage without running again (their first run is counted)"
 UNKNOWN_JOB = "of jobs no longer in their pipeline's config (their elastic profile is unknown)"
+NO_ENVIRONMENT = "of pipelines in no environment the token may view (see the warning about them)"
 REASONS = (
     NOT_FINISHED,
     RESCHEDULED,
@@ -54,6 +55,7 @@ REASONS = (
     NO_SCHEDULED_TIME,
     COPIED,
     UNKNOWN_JOB,
+    NO_ENVIRONMENT,
 )
 
 _ORDER = ("Scheduled", "Assigned", "Preparing", "Building", "Completing", "Completed")

@@ -50,6 +50,9 @@ DEFAULT_TIMEOUT_S = 30.0
 RETRIES = 5
 RETRY_BACKOFF_S = 0.5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# What a reverse proxy or gateway in front of GoCD answers when GoCD does not (nginx's titles). GoCD's own
+# error answers are JSON (api-base MessageJson, RoutesHelper), so these without a JSON body are the proxy's.
+GATEWAY_STATUSES = {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
 class GoCDApiError(Exception):
@@ -244,11 +247,14 @@ class GoCDRestClient:
             self._local.session = session
         return session
 
-    def _count(self, kind: str, response: requests.Response) -> None:
+    def _count(self, kind: str, response: requests.Response) -> int:
+        """Counts the call and its retries; the number of tries it took."""
         retried = getattr(getattr(response.raw, "retries", None), "history", ())
+        again = len(retried) if isinstance(retried, tuple) else 0
         with self._lock:
             self.calls[kind] += 1
-            self.retries += len(retried) if isinstance(retried, tuple) else 0
+            self.retries += again
+        return 1 + again
 
     def _call(
         self,
@@ -294,10 +300,10 @@ class GoCDRestClient:
                 "the server up?)"
             ) from None
         log.debug("%s %s: %s", method, shown, response.status_code)  # never headers or bodies
-        self._count(kind or f"{method} {path}", response)
+        tries = self._count(kind or f"{method} {path}", response)
         if response.status_code >= 300:
             said = _message(response)
-            sentence = _refusal(method, shown, what, response)
+            sentence = _refusal(method, shown, what, response, tries)
             if response.status_code == 401 and not self._auth.sends_token:
                 sentence = (
                     "GoCD wants a token: give --token-file (a personal access token of an admin). "
@@ -370,14 +376,23 @@ def _message(response: requests.Response) -> str | None:
     return message.strip() if isinstance(message, str) and message.strip() else None
 
 
-def _refusal(method: str, shown: str, what: str, response: requests.Response) -> str:
+def _refusal(method: str, shown: str, what: str, response: requests.Response, tries: int = 1) -> str:
     """GoCD's error answer as a sentence; only its messages are quoted, never the entity it echoes (its
-    settings may hold values people keep private)."""
+    settings may hold values people keep private). A gateway status without GoCD's JSON is the proxy's,
+    and said to be: GoCD's log has nothing about it."""
     status = response.status_code
     try:
         answer = response.json()
     except ValueError:
         answer = None
+    if status in GATEWAY_STATUSES and not isinstance(answer, Mapping):
+        after = f" after {tries} tries" if tries > 1 else ""
+        return (
+            f"a proxy or gateway in front of GoCD answered {method} {shown} with {status} "
+            f"({GATEWAY_STATUSES[status]}){after}, not GoCD itself (the answer is not GoCD's JSON): GoCD may "
+            "be restarting or overloaded, or the proxy cannot reach it in time. Check the proxy and GoCD's "
+            "health, then run this again."
+        )
     message = answer.get("message") if isinstance(answer, Mapping) else None
     said = f" GoCD said: {_sentence(message)}" if isinstance(message, str) and message.strip() else ""
     if status == 401:
@@ -404,8 +419,8 @@ def _refusal(method: str, shown: str, what: str, response: requests.Response) ->
         return f"GoCD refused to create {what} (422).{said}{details}"
     if status == 503:
         return (
-            f"GoCD is not taking requests at {shown} (503: in maintenance mode, starting up, or a proxy in "
-            f"front of it is): try again later.{said}"
+            f"GoCD is not taking requests at {shown} (503: in maintenance mode, or starting up): try again "
+            f"later.{said}"
         )
     if status >= 500:
         return f"GoCD failed on {method} {shown} ({status}): see the GoCD server's log.{said}"

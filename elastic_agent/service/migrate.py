@@ -21,7 +21,10 @@ official plugin until their elastic profile ids are switched to the new ones.
 - GoCD lists only the profiles the token's user may see; a list with no cluster profile at all is
   explained (none exist, or the token is not an administrator's), and this plugin must be installed
   and loaded before anything is planned (migrate_checks.py).
-- Re-running is safe: a new id that exists already is skipped.
+- Re-running is safe: a new id that exists already is skipped, also when someone else created it
+  between the listing and the create (GoCD's 422 "Failed to add ... Another ... with the same name
+  already exists.", HaltApiMessages.entityAlreadyExistsMessage from the create controllers'
+  haltIfEntityWithSameIdExists): the profiles are listed again to see whose it is.
 - `--dry-run` prints the plan and sends nothing.
 
 Exit status: 0 done, 1 some profiles were not migrated, 2 a usage or connection error, a token that
@@ -31,6 +34,7 @@ sees no profile, or this plugin not installed (nothing more was sent after it).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +61,8 @@ from elastic_agent.service.migrate_plan import (
 )
 
 DEFAULT_SUFFIX = "-reuse"
+# HaltApiMessages.entityAlreadyExistsMessage, as the create controllers answer an id already taken.
+ALREADY_EXISTS = re.compile(r"Failed to add .* Another .* with the same name already exists")
 # Where Kubernetes puts the namespace of a pod's service account, and where fabric8's
 # `Config.autoConfigure` (`tryNamespaceFromPath`) reads the official plugin's default namespace from.
 # Read at call time, so that tests can point it elsewhere.
@@ -279,10 +285,38 @@ def _create(client: GoCDRestClient, planned: Planned, tally: _Tally) -> tuple[st
     except GoCDApiError as error:
         if error.affects_every_call:
             raise _Stop(str(error)) from None
+        if error.status == 422 and error.said is not None and ALREADY_EXISTS.search(error.said):
+            return _created_meanwhile(client, planned, tally)
         tally.failed += 1
         return f"failed: {error}", False
     tally.created += 1
     return "created.", True
+
+
+def _created_meanwhile(client: GoCDRestClient, planned: Planned, tally: _Tally) -> tuple[str, bool]:
+    """GoCD says the new id was taken since the profiles were listed: skipped when the profile there is
+    this plugin's (someone else ran the migration too), not migrated when it is another plugin's."""
+    try:
+        clusters = {c.id: c.plugin_id for c in client.list_cluster_profiles()}
+        if isinstance(planned.record, ElasticProfileRecord):
+            found = {e.id: e.cluster_profile_id for e in client.list_elastic_profiles()}
+            owner = clusters.get(found.get(planned.new_id, ""))
+        else:
+            owner = clusters.get(planned.new_id)
+    except GoCDApiError as error:
+        if error.affects_every_call:
+            raise _Stop(str(error)) from None
+        owner = None
+    if owner == PLUGIN_ID:
+        tally.skipped += 1
+        return "created by someone else meanwhile (GoCD says it exists already), skipped.", True
+    tally.failed += 1
+    whose = f"of another plugin ({owner})" if owner else "that could not be read back"
+    return (
+        f"not migrated: {planned.kind} '{planned.new_id}' {whose} was created meanwhile (GoCD says it "
+        "exists already): choose another --suffix.",
+        False,
+    )
 
 
 def _summary(tally: _Tally, dry_run: bool, *, stopped: bool) -> str:

@@ -12,10 +12,14 @@ Facts from gocd/gocd's controllers, on which the calls and their readings are bu
 - The same answer carries GoCD's secure site URL (ServerSiteUrlsConfigRepresenter: `site_url` and
   `secure_site_url`, always text, "" when not set), which a blank go_server_url stands for
   (profiles/server_url.py), in both plugins.
-- `GET /api/admin/plugin_info/:id` (PluginInfosControllerV7.show, any signed-in user): 404 when GoCD
-  has no such plugin, else the plugin with `status.state` (`active`, `invalid` with `status.messages`
-  for a jar GoCD could not load, or `disabled`). GoCD refuses a cluster profile of a plugin it has not
-  loaded ("Plugin with id `x` is not found.", ClusterProfilesService.validatePluginProperties).
+- `GET /api/admin/plugin_info/:id` (PluginInfosControllerV7.show, any signed-in user): 404 with GoCD's
+  JSON `{"message": ...}` when GoCD has no such plugin, else the plugin with `status.state` (`active`,
+  `invalid` with `status.messages` for a jar GoCD could not load, or `disabled`). GoCD refuses a cluster
+  profile of a plugin it has not loaded ("Plugin with id `x` is not found.",
+  ClusterProfilesService.validatePluginProperties). Version 7 of this API came with GoCD 20.4.0; an
+  older GoCD has no route for it and answers 404 too, but from Rails' catch-all (ApplicationController
+  #unresolved: "The url you are trying to reach appears to be incorrect.", not JSON): that is no word
+  about the plugin, and is said as what it is.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ SITE_URLS_PATH = "/api/admin/config/server/site_urls"
 SITE_URLS_ACCEPT = "application/vnd.go.cd.v1+json"
 PLUGIN_INFO_PATH = "/api/admin/plugin_info/"
 PLUGIN_INFO_ACCEPT = "application/vnd.go.cd.v7+json"
+PLUGIN_INFO_SINCE = "20.4.0"  # the first GoCD with api-plugin-infos-v7
 ADMIN_TOKEN = "give the personal access token of a system administrator"
 
 
@@ -111,6 +116,15 @@ class GoCDChecks:
         except GoCDApiError as error:
             if error.status != 404:
                 raise
+            if error.said is None:  # not GoCD's "no such plugin" (JSON), but no route at all
+                return (
+                    f"GoCD at {self._client.shown_url} does not have version 7 of the plugin info API "
+                    f"(GET {PLUGIN_INFO_PATH}{PLUGIN_ID} answered 404 without GoCD's JSON, as a GoCD older "
+                    f"than {PLUGIN_INFO_SINCE} or a proxy in front of it does), so whether this plugin is "
+                    "installed cannot be checked; nothing is known to be wrong with the plugin. This command "
+                    f"needs GoCD {PLUGIN_INFO_SINCE} or later: upgrade GoCD (or let the proxy pass "
+                    f"{PLUGIN_INFO_PATH}), then run this again"
+                )
             return (
                 f"this plugin ({PLUGIN_ID}) is not installed on GoCD at {self._client.shown_url}: GoCD has "
                 f'no plugin of that id, and would refuse every new profile ("Plugin with id `{PLUGIN_ID}` '

@@ -10,12 +10,16 @@ history of each stage with a job on an elastic profile and one stage instance pe
 "result": "Passed", "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
 time, so the time of day and the day of the week survive for schedules; the job identifier and result
 give the trace its pipeline shape; `waited` is what the advisor reports as measured, `built` an extra
-key the loader ignores. Run again on its own output, it extends the trace from where it ended
+key the loader ignores. The file is plain JSON Lines or CSV; where the next read starts is kept beside
+it (`trace.jsonl.state.json`). Run again on its own output, it extends the trace from where it ended
 (`--fresh` starts over). It then prints what the jobs waited for an agent per elastic profile (the
 baseline a reuse setting should beat), the calls it made, and what it left out and why.
 
-The token is read from a file (never an argument, which `ps` shows) and is never printed or logged.
-Exit status: 0 the trace is written, 2 a usage or connection error (a sentence on stderr, nothing written).
+Without a terminal (cron, CI) the progress is a line on stderr every few seconds of the injected
+clock, since a read of thousands of stage runs is long. When GoCD stops answering part-way, what was read
+is written, so that the next run resumes from it (`history.py` keeps it). A trace that holds no run, or
+that lacks most runs, is not a success (`trace_outcome.py`). The token is read from a file (never an
+argument, which `ps` shows) and is never printed or logged.
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ from elastic_agent.service.trace_file import (
     merged,
     read_trace_file,
     run_row,
+    state_path,
     write_trace_file,
 )
+from elastic_agent.service.trace_outcome import judge, kept
 from elastic_agent.traces.measures import percentile
 from profiles.quantities import parse_duration
 
@@ -56,7 +62,12 @@ DESCRIPTION = (
     "profile was scheduled, its profile, environment and pipeline, how long it held its agent, and how "
     "long it waited for one; print those waits per profile. Run again on the same output, it extends it."
 )
-EPILOG = "Exit status: 0 the trace is written, 2 a usage or connection error."
+EPILOG = (
+    "Exit status: 0 the trace is written; 1 it would hold no job run (nothing is written) or lacks most of "
+    "them (the sentence says what to check or pass); 2 a usage or connection error (nothing written); 3 GoCD "
+    "stopped answering part-way: what was read is written, and the same command resumes from it."
+)
+PARTIAL = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +123,8 @@ def run(
     """The command: check the options, read the token, read GoCD's history, write, report."""
     out = out or sys.stdout
     err = err or sys.stderr
-    now = datetime.fromtimestamp((clock or SystemClock()).now(), UTC)
+    clock = clock or SystemClock()
+    now = datetime.fromtimestamp(clock.now(), UTC)
     try:
         server = server_url(args.server)
         output = _output_path(args.output)
@@ -129,6 +141,13 @@ def run(
         print(f"error: {error}", file=err)
         return 2
     if previous is not None:
+        if previous.old_format:
+            print(
+                f"{output} keeps its state in its first line, as traces of earlier versions did: it is "
+                f"rewritten as plain {'CSV' if output.suffix == '.csv' else 'JSON Lines'}, with the state "
+                f"beside it in {state_path(output).name}",
+                file=err,
+            )
         start = previous.resume_from if args.since is None else min(since, previous.resume_from)
         print(f"extending {output} from {_shown(start)} (--fresh starts over)", file=err)
         since = start
@@ -148,21 +167,34 @@ def run(
             concurrency=concurrency,
             assume_no_environment=args.assume_no_environment,
             say=lambda line: print(line, file=err),
-            bar=lambda total, what: progress_bar(total, shown, desc=what, unit="call"),
+            bar=lambda total, what: progress_bar(
+                total, shown, desc=what, unit="call", clock=clock, stream=err
+            ),
         )
     except GoCDApiError as error:
         print(f"error: {error}", file=err)
         return 2
     rows = merged(previous.rows if previous is not None else [], map(run_row, history.runs))
-    resume = datetime.fromtimestamp(history.resume_ms / 1000, UTC)
-    try:
-        write_trace_file(output, TraceFile(server, resume, rows))
-    except OSError as error:
-        print(f"error: cannot write the trace to {output}: {error.strerror}", file=err)
-        return 2
+    verdict = judge(history, len(rows), since)
+    if rows:
+        resume = datetime.fromtimestamp(history.resume_ms / 1000, UTC)
+        try:
+            write_trace_file(output, TraceFile(server, resume, rows))
+        except OSError as error:
+            print(f"error: cannot write the trace to {output}: {error.strerror}", file=err)
+            return 2
     for warning in history.warnings:
         print(f"warning: {warning}", file=err)
     report(history, rows, since, output, out, calls=client.calls, retries=client.retries)
+    if history.failure is not None:
+        print(f"error: {history.failure}", file=err)
+        if not rows:
+            return 2
+        print(kept(len(rows), len(history.runs), str(output), str(state_path(output))), file=err)
+        return PARTIAL
+    if verdict is not None:
+        print(f"error: {verdict.sentence}", file=err)
+        return verdict.status
     return 0
 
 
@@ -253,10 +285,14 @@ def report(
         _table(("profile", "jobs", "mean wait", "p95 wait", "max wait", "mean duration"), table, out)
     made = sum(calls.values())
     kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(calls.items(), key=lambda item: -item[1]))
+    holds = (
+        f"{output} now holds {_count(len(rows), 'job run')} on {_count(len(by_profile), 'elastic profile')}"
+        if rows
+        else f"nothing was written to {output}"
+    )
     print(
         f"Summary: {_count(len(history.runs), 'new job run')} since {_shown(since)} "
-        f"({_count(history.known, 'run')} already in the trace); {output} now holds "
-        f"{_count(len(rows), 'job run')} on {_count(len(by_profile), 'elastic profile')}.",
+        f"({_count(history.known, 'run')} already in the trace); {holds}.",
         file=out,
     )
     print(

@@ -1,11 +1,21 @@
-"""The file `trace` writes and extends: rows in the trace format of `traces/workload.py`, and a first
-comment line saying where they came from and where the next read starts:
+"""The file `trace` writes and extends, and the small state file beside it.
 
-    # gocd-trace: {"server": "https://gocd.example.com/go", "resume_from": "2026-11-24T11:58:00.000Z"}
+The trace itself is plain JSON Lines (`.jsonl`) or CSV (`.csv`) in the trace format of
+`traces/workload.py`, so that jq, pandas, a spreadsheet or any other reader takes it as it is. Where the
+rows came from and where the next read starts live beside it, in a state file named after it
+(`week.jsonl` -> `week.jsonl.state.json`):
 
-The simulator skips comment lines, so the trace stays a trace; `trace` reads the line back to extend the
-file from where it ended, and the job identifier of each row (pipeline, its counter, stage, its counter,
-job) to never write a run twice. Rows already there are kept exactly as they are.
+    {"server": "https://gocd.example.com/go", "resume_from": "2026-11-24T11:58:00.000Z"}
+
+`trace` reads that back to extend the trace from where it ended, and the job identifier of each row
+(pipeline, its counter, stage, its counter, job) to never write a run twice. Rows already there are kept
+exactly as they are. Both files are written to a temporary file first and renamed over the old one, the
+trace before its state, so that a failure at any point leaves a pair that resumes correctly (at worst
+from an earlier point, whose runs are then recognised and not written twice).
+
+Traces written before the state file existed carry the state as a first comment line,
+`# gocd-trace: {...}`; they are still read (`TraceFile.old_format`), and the next write turns them into
+the pair above.
 """
 
 from __future__ import annotations
@@ -21,7 +31,8 @@ from typing import Any
 
 from elastic_agent.gocd.history_runs import JobRun, RunKey
 
-HEADER = "# gocd-trace: "
+OLD_HEADER = "# gocd-trace: "
+STATE_SUFFIX = ".state.json"
 COLUMNS = (
     "at",
     "profile",
@@ -49,36 +60,89 @@ class TraceFile:
     server: str
     resume_from: datetime
     rows: list[Row]
+    old_format: bool = False  # read from a trace whose first line held the state
 
     def keys(self) -> frozenset[RunKey]:
         return frozenset(key for key in map(row_key, self.rows) if key is not None)
 
 
+def state_path(path: Path) -> Path:
+    """Where the state of the trace at `path` is kept."""
+    return path.with_name(path.name + STATE_SUFFIX)
+
+
 def read_trace_file(path: Path) -> TraceFile:
-    """A trace this command wrote, to extend; TraceFileError when it is not one."""
+    """A trace this command wrote, with its state, to extend; TraceFileError when it is not one."""
+    text = _text(path, "to extend it")
+    first, _, rest = text.partition("\n")
+    if first.startswith(OLD_HEADER):
+        server, resume_from = _state(first.removeprefix(OLD_HEADER), f"{path}: its first line")
+        return TraceFile(server, resume_from, _rows(path, rest, skip_comments=True), old_format=True)
+    state = state_path(path)
+    if not state.exists():
+        raise TraceFileError(
+            f"{path} exists but has no state file beside it ({state.name}): it was not written by trace, "
+            "or its state file was removed; give another --output, or --fresh to replace it"
+        )
+    server, resume_from = _state(_text(state, "to extend the trace"), f"{state}")
+    return TraceFile(server, resume_from, _rows(path, text, skip_comments=False))
+
+
+def write_trace_file(path: Path, trace: TraceFile) -> None:
+    """The rows sorted by `at`, then the state beside them; each written whole or not at all."""
+    rows = sorted(trace.rows, key=lambda row: str(row.get("at", "")))
+    body = io.StringIO(newline="")
+    if path.suffix == ".csv":
+        writer = csv.DictWriter(body, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        for row in rows:
+            body.write(json.dumps(row, separators=(",", ":")) + "\n")
+    state = {"server": trace.server, "resume_from": iso(trace.resume_from)}
+    _replace(path, body.getvalue())
+    _replace(state_path(path), json.dumps(state, separators=(", ", ": ")) + "\n")
+
+
+def _replace(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
     try:
-        text = path.read_text(encoding="utf-8")
+        with partial.open("w", encoding="utf-8", newline="") as sink:
+            sink.write(text)
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _text(path: Path, why: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
     except OSError as error:
-        raise TraceFileError(f"cannot read {path} to extend it: {error.strerror}") from None
+        raise TraceFileError(f"cannot read {path} {why}: {error.strerror}") from None
     except UnicodeDecodeError:
         raise TraceFileError(
             f"{path} is not a text file; give another --output, or --fresh to replace it"
         ) from None
-    first, _, rest = text.partition("\n")
-    if not first.startswith(HEADER):
-        raise TraceFileError(
-            f"{path} exists but was not written by trace (its first line is not '{HEADER.strip()} ...'): "
-            "give another --output, or --fresh to replace it"
-        )
+
+
+def _state(text: str, where: str) -> tuple[str, datetime]:
+    damaged = f"{where} is damaged; --fresh replaces the trace"
     try:
-        header = json.loads(first.removeprefix(HEADER))
-        server = header["server"]
-        resume_from = datetime.fromisoformat(str(header["resume_from"]).replace("Z", "+00:00"))
+        state = json.loads(text)
+        server = state["server"]
+        resume_from = datetime.fromisoformat(str(state["resume_from"]).replace("Z", "+00:00"))
     except (ValueError, KeyError, TypeError):
-        raise TraceFileError(f"{path}: its first line is damaged; --fresh replaces the trace") from None
+        raise TraceFileError(damaged) from None
     if not isinstance(server, str) or resume_from.tzinfo is None:
-        raise TraceFileError(f"{path}: its first line is damaged; --fresh replaces the trace")
-    lines = [line for line in rest.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        raise TraceFileError(damaged)
+    return server, resume_from.astimezone(UTC)
+
+
+def _rows(path: Path, text: str, *, skip_comments: bool) -> list[Row]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if skip_comments:  # an old-format trace: its comment lines are not rows
+        lines = [line for line in lines if not line.lstrip().startswith("#")]
     try:
         if path.suffix == ".csv":
             rows = [dict(row) for row in csv.DictReader(io.StringIO("\n".join(lines)))]
@@ -88,29 +152,7 @@ def read_trace_file(path: Path) -> TraceFile:
         raise TraceFileError(f"{path} has a damaged row ({error}); --fresh replaces the trace") from None
     if not all(isinstance(row, dict) for row in rows):
         raise TraceFileError(f"{path} has a row that is not an object; --fresh replaces the trace")
-    return TraceFile(server, resume_from.astimezone(UTC), rows)
-
-
-def write_trace_file(path: Path, trace: TraceFile) -> None:
-    """The header, then the rows sorted by `at` (written to a temporary file first, so a failed write
-    leaves the trace as it was)."""
-    header = {"server": trace.server, "resume_from": iso(trace.resume_from)}
-    rows = sorted(trace.rows, key=lambda row: str(row.get("at", "")))
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8", newline="") as sink:
-            sink.write(HEADER + json.dumps(header, separators=(", ", ": ")) + "\n")
-            if path.suffix == ".csv":
-                writer = csv.DictWriter(sink, fieldnames=COLUMNS, extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(rows)
-            else:
-                for row in rows:
-                    sink.write(json.dumps(row, separators=(",", ":")) + "\n")
-        partial.replace(path)
-    except OSError:
-        partial.unlink(missing_ok=True)
-        raise
+    return rows
 
 
 def run_row(run: JobRun) -> Row:

@@ -18,6 +18,7 @@ from tests.support.gocd_admin_model import (
     NOT_FOUND,
     OFFICIAL_PLUGIN_ID,
     PLUGIN_ID,
+    UNRESOLVED,
     UNSECURED_ENCRYPTED,
     AdminState,
     Plugin,
@@ -26,7 +27,7 @@ from tests.support.gocd_admin_model import (
 )
 
 ADMIN_TOKEN, USER_TOKEN = "admin-token", "user-token"
-V1, V2, V7 = (f"application/vnd.go.cd.v{n}+json" for n in (1, 2, 7))
+V1, V2, V6, V7 = (f"application/vnd.go.cd.v{n}+json" for n in (1, 2, 6, 7))
 CLUSTERS, ELASTICS = "/go/api/admin/elastic/cluster_profiles", "/go/api/elastic/profiles"
 
 # ConfigurationPropertyRepresenter.toJSON (api/api-base/.../ConfigurationPropertyRepresenter.java)
@@ -245,6 +246,24 @@ def test_plugin_info_get_has_plugininforepresenters_fields_and_404_for_a_plugin_
     assert answer["extensions"] == []
 
     assert call(client, "GET", "/go/api/admin/plugin_info/absent", V7) == (404, {"message": NOT_FOUND})
+
+
+def test_plugin_info_of_a_version_this_gocd_lacks_is_rails_unresolved_404_without_json(
+    client: FlaskClient, state: AdminState
+) -> None:
+    """An older GoCD (20.3.0: api-plugin-infos-v6 only) with v7 asked: the Accept is a real ApiVersion, so
+    SparkPreFilter lets it pass; no Spark route is registered for it, so SparkFilter hands it to Rails,
+    whose catch-all (config/application.rb `match "*url"`) is ApplicationController#unresolved:
+    render_error_template with shared/error.erb, the sentence alone, 404. No JSON, no `message`."""
+    state.plugin_info_versions = frozenset({6})
+    reply = client.get(
+        f"/go/api/admin/plugin_info/{PLUGIN_ID}",
+        headers={"Accept": V7, "Authorization": f"bearer {ADMIN_TOKEN}"},
+    )
+    assert reply.status_code == 404 and reply.get_json(silent=True) is None
+    assert reply.get_data(as_text=True) == UNRESOLVED
+    status, answer = call(client, "GET", f"/go/api/admin/plugin_info/{PLUGIN_ID}", V6)
+    assert status == 200 and answer["status"] == {"state": "active"}
 
 
 def test_site_urls_get_has_serversiteurlsconfigrepresenters_fields_and_refuses_a_user_not_an_administrator(

@@ -22,6 +22,7 @@ import pytest
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
 from elastic_agent.simulation.gocd_rest import Faults, ServedGoCD, World, serve, world_from_trace
+from elastic_agent.simulation.gocd_rest.server import PROXY_STATUSES
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 
 ORIGIN = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
@@ -130,7 +131,8 @@ def test_a_second_read_extends_the_trace_with_no_duplicate_and_reads_only_new_st
     first_rows = len(rows_of(output))
     with serve(world) as later:
         # The same server a day later (the double listens on another port each time).
-        output.write_text(output.read_text().replace(first_url, later.url, 1))
+        state = output.with_name(output.name + ".state.json")
+        state.write_text(state.read_text().replace(first_url, later.url, 1))
         status, out, err = trace(later, world, output, "admin")
         instances = later.calls["stage_instance"]
 
@@ -146,7 +148,7 @@ def test_retries_get_through_a_proxy_that_refuses_a_tenth_of_the_calls(world: Wo
     output = tmp_path / "trace.jsonl"
     with serve(world, faults=Faults(fraction=0.1, retry_after_s=0, seed=5)) as gocd:
         status, out, err = trace(gocd, world, output, "admin", "--since", ORIGIN.isoformat())
-        refused = sum(count for (_, code), count in gocd.answers.items() if code in (429, 502, 503))
+        refused = sum(count for (_, code), count in gocd.answers.items() if code in PROXY_STATUSES)
 
     assert status == 0, err
     assert refused > 10
@@ -154,18 +156,50 @@ def test_retries_get_through_a_proxy_that_refuses_a_tenth_of_the_calls(world: Wo
     assert written_rows(output) == expected_rows(world, since_ms=int(ORIGIN.timestamp() * 1000))
 
 
-def test_a_group_admin_gets_the_groups_it_sees_and_is_told_what_is_missing(
+@pytest.mark.slow  # the client's back-off before it gives up on a call: about 15 s
+def test_a_read_whose_gocd_goes_down_behind_a_proxy_part_way_keeps_what_it_read_and_the_next_run_completes_it(
+    world: World, tmp_path: Path
+) -> None:
+    output = tmp_path / "trace.jsonl"
+    since = ORIGIN.isoformat()
+    gone = Faults(statuses=(502,), endpoints=frozenset({"stage_instance"}), down_after=40)
+    with serve(world, faults=gone) as gocd:
+        status, _, err = trace(gocd, world, output, "admin", "--since", since)
+        first_url = gocd.url
+
+    assert status == 3, err
+    [error] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert "a proxy or gateway in front of GoCD answered GET" in error and "with 502 (Bad Gateway)" in error
+    assert "GoCD server's log" not in err
+    kept = written_rows(output)
+    everything = expected_rows(world, since_ms=int(ORIGIN.timestamp() * 1000))
+    assert kept and set(kept) < set(everything)  # what the 40 stage runs read held, and nothing else
+    assert f"{output} holds {len(kept)} job runs" in err
+
+    with serve(world) as gocd:
+        state = output.with_name(output.name + ".state.json")
+        state.write_text(state.read_text().replace(first_url, gocd.url, 1))
+        status, _, err = trace(gocd, world, output, "admin")
+        again = gocd.calls["stage_instance"]
+
+    assert status == 0, err
+    assert written_rows(output) == everything
+    assert again < len({row[0][:4] for row in everything})  # the stage runs kept are not read again
+
+
+def test_a_group_admin_that_sees_no_environment_gets_no_trace_and_exit_1_until_it_says_they_are_in_none(
     gocd: ServedGoCD, world: World, tmp_path: Path
 ) -> None:
     output = tmp_path / "trace.jsonl"
 
     status, _, err = trace(gocd, world, output, "ops", "--since", ORIGIN.isoformat())
 
-    assert status == 0, err
+    assert status == 1, err
     assert "warning: The token's user is not a GoCD system administrator" in err
     # `ops` sees no environment (GoCD lists them to non-admins by role rules only): every run is left
-    # out rather than written with a blank environment it may not have.
-    assert "in no environment the token may view" in err and rows_of(output) == []
+    # out rather than written with a blank environment it may not have, and that is no success.
+    assert "in no environment the token may view" in err and not output.exists()
+    assert "were left out: their pipelines" in err and "run this again with --assume-no-environment" in err
 
     status, _, err = trace(
         gocd, world, output, "ops", "--fresh", "--assume-no-environment", "--since", ORIGIN.isoformat()

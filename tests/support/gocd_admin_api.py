@@ -15,8 +15,11 @@ Modelled on gocd/gocd (at the commit tests/support/gocd_admin_model.py names; th
   nothing listens at all (Jetty starts last), so the tests start this app late.
 - `GET /api/version`: VersionControllerV1 `show` (VersionRepresenter).
 - `GET /api/admin/plugin_info/:id`: PluginInfosControllerV7 `show`: 404 (RecordNotFoundException,
-  notFoundMessage) for a plugin GoCD does not have, else PluginInfoRepresenter, `status.state` `active`
-  or `invalid` (BadPluginInfo) or `disabled`.
+  notFoundMessage, JSON `{"message": ...}` by RoutesHelper.httpException) for a plugin GoCD does not
+  have, else PluginInfoRepresenter, `status.state` `active` or `invalid` (BadPluginInfo) or `disabled`.
+  An API version this GoCD does not serve (`AdminState.plugin_info_versions`; v7 since 20.4.0) reaches
+  no controller: Rails' catch-all, ApplicationController#unresolved, answers 404 with its sentence alone
+  (tests/support/gocd_admin_model.py says how).
 - `GET /api/admin/config/server/site_urls`: ServerSiteUrlsConfigControllerV1 `index` (administrators).
 - `GET|POST /api/admin/elastic/cluster_profiles`, `GET .../:cluster_id`: ClusterProfilesControllerV1
   `index` (filtered by permission, 200), `create` (haltIfEntityWithSameIdExists: 422
@@ -66,6 +69,7 @@ from tests.support.gocd_admin_model import (
     SECURE_CLUSTER_KEYS,
     SECURE_ELASTIC_KEYS,
     TOKEN_WITHOUT_SECURITY,
+    UNRESOLVED,
     WRONG_ACCEPT,
     AdminState,
     User,
@@ -88,6 +92,7 @@ __all__ = ["PLUGIN_ID", "AdminState", "answering", "app", "route", "serving"]
 NO_CLUSTER = "No Cluster Profile exists with the specified cluster_profile_id '{}'."
 _lock = threading.Lock()  # one server's state at a time, as GoCD's config lock does
 _MEDIA = "application/vnd.go.cd+json; charset=utf-8"
+LATEST = "application/vnd.go.cd+json"  # every route's latest version (RerouteLatestApisImpl)
 # Where the filter chain lets anyone through, and where any signed-in user (else: administrators only).
 _OPEN = ("/go/api/v1/health", "/go/api/version")
 _USERS = ("/go/api/admin/plugin_info", "/go/api/admin/elastic/cluster_profiles", "/go/api/elastic/profiles",
@@ -172,6 +177,9 @@ def app(state: AdminState) -> Flask:
 
     @api.get("/go/api/admin/plugin_info/<plugin_id>")
     def plugin_info(plugin_id: str) -> Response:
+        accept = request.headers.get("Accept", "")
+        if accept != LATEST and int(accept.split(".v")[1].split("+")[0]) not in state.plugin_info_versions:
+            return Response(UNRESOLVED, 404, content_type="text/html; charset=utf-8")
         plugin = state.plugin(plugin_id)
         if plugin is None:
             return _message(404, NOT_FOUND)

@@ -28,8 +28,16 @@ Read in gocd/gocd at f17b6f3fc9fc2ca665a5d389470771358b0ea680 (the mirror's HEAD
 - Which keys are secure: this plugin's from profiles/fields.py; the official plugin's from its
   GetClusterProfileMetadataExecutor and GetProfileMetadataExecutor (gocd/kubernetes-elastic-agents
   5.0.2): `security_token` and `kubernetes_cluster_ca_cert` only.
+- An Accept header of a real API version (ApiVersion: v1 to v11) that a route does not serve passes
+  SparkPreFilter, matches no Spark route (each is registered for its controller's media type), so the
+  SparkFilter hands the request on to Rails, whose catch-all route (config/application.rb, `match
+  "*url"`) is ApplicationController#unresolved: 404 with "The url you are trying to reach appears to be
+  incorrect." rendered by shared/error.erb (the message alone, no JSON). Modelled for plugin info, whose
+  v7 came with GoCD 20.4.0 (api-plugin-infos-v7; 20.3.0 has v6, 19.3.0 v5): `plugin_info_versions`.
 Not modelled: ETags, role policies beyond "may view these cluster profiles (and their elastic
-profiles)", the bodies of routes an Accept version does not match (GoCD's Spark filter passes them on).
+profiles)", the bodies of other routes an Accept version does not match, the content type Rails gives
+the catch-all's page for a GoCD media type (not found in the source: text/html is assumed; a client must
+not depend on it).
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ TOKEN_WITHOUT_SECURITY = (
 )
 MAINTENANCE = "Server is in maintenance mode, please try later."  # ModeAwareFilter
 WRONG_ACCEPT = "The url you are trying to reach appears to be incorrect."  # SparkPreFilter, text/plain
+UNRESOLVED = WRONG_ACCEPT  # ApplicationController#unresolved: the same sentence, from Rails
 JSON_EXPECTED = "You must specify a 'Content-Type' of 'application/json'"
 UNSECURED_ENCRYPTED = "encrypted_value cannot be specified to a unsecured property."
 # ApiVersion: the Accept headers GoCD takes at all; each route answers its own version and the latest.
@@ -122,6 +131,7 @@ class AdminState:
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)
     calls: list[tuple[str, str, int]] = field(default_factory=list)  # method, path, status
+    plugin_info_versions: frozenset[int] = frozenset({7})  # the plugin info API versions this GoCD serves
 
     def plugin(self, plugin_id: str) -> Plugin | None:
         found = self.plugins.get(plugin_id)

@@ -5,8 +5,11 @@ in front of GoCD would add.
 `Faults` models the network between the client and GoCD, not GoCD: GoCD itself does not rate-limit its
 read APIs (the only 429 in its source is the encryption API's, EncryptionControllerDelegate), so a 429
 with `Retry-After` comes from a reverse proxy or API gateway in front of it, as do 502 and 503 (the
-server restarting behind the proxy). A seeded share of the calls is answered so, before GoCD sees them,
-with the bodies nginx writes; `delay_s` holds every call that long first (the clock's sleep).
+server restarting behind the proxy), and 504 when GoCD does not answer it in time. A seeded share of the
+calls is answered so, before GoCD sees them, with the bodies nginx writes
+(ngx_http_special_response.c's pages); `down_after` has the proxy answer every call past that many with
+the first of `statuses`, as it does once GoCD behind it is gone; `delay_s` holds every call that long
+first (the clock's sleep).
 """
 
 from __future__ import annotations
@@ -28,8 +31,13 @@ from elastic_agent.simulation.gocd_rest.world import World
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse
 
-PROXY_STATUSES = (429, 502, 503)
-_PROXY_TEXT = {429: "Too Many Requests", 502: "Bad Gateway", 503: "Service Temporarily Unavailable"}
+PROXY_STATUSES = (429, 502, 503, 504)
+_PROXY_TEXT = {
+    429: "Too Many Requests",
+    502: "Bad Gateway",
+    503: "Service Temporarily Unavailable",
+    504: "Gateway Time-out",
+}
 OTHER = "other"  # the calls to no endpoint the double serves
 
 
@@ -44,6 +52,7 @@ class Faults:
     delay_s: float = 0.0
     seed: int = 0
     endpoints: frozenset[str] | None = None
+    down_after: int | None = None  # calls (to `endpoints`) answered before GoCD is gone behind the proxy
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fraction <= 1.0:
@@ -82,6 +91,7 @@ class _Front:
         self._app, self._faults, self._served, self._clock = app, faults, served, clock
         self._random = random.Random(faults.seed)
         self._lock = threading.Lock()
+        self._seen = 0  # calls to the faulty endpoints so far
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         route, _ = route_of(request_path(environ))
@@ -95,12 +105,16 @@ class _Front:
 
     def _fault(self, name: str) -> Answer | None:
         faults = self._faults
-        if not faults.fraction or (faults.endpoints is not None and name not in faults.endpoints):
+        if faults.endpoints is not None and name not in faults.endpoints:
             return None
         with self._lock:
-            if self._random.random() >= faults.fraction:
+            self._seen += 1
+            if faults.down_after is not None and self._seen > faults.down_after:
+                status = faults.statuses[0]
+            elif not faults.fraction or self._random.random() >= faults.fraction:
                 return None
-            status = self._random.choice(faults.statuses)
+            else:
+                status = self._random.choice(faults.statuses)
         title = f"{status} {_PROXY_TEXT[status]}"
         body = "\r\n".join(
             [

@@ -257,28 +257,29 @@ def test_no_secret_is_printed_or_logged(
     """The token and GoCD's encrypted values go only into requests; not into output or logs, also when
     GoCD echoes them back in an error answer: here another tool creates `k8s-prod-reuse` between this
     command's list and its POST, and GoCD answers 422 with the posted entity, cipher text and all, as
-    `data` (ClusterProfilesControllerV1.haltIfEntityWithSameIdExists)."""
+    `data` (ClusterProfilesControllerV1.haltIfEntityWithSameIdExists). The profile made meanwhile is
+    another plugin's, so the clash is reported, not skipped."""
     caplog.set_level(logging.DEBUG)
     state = server()
     forward = answering(state, SERVER)
 
     def made_meanwhile(request: requests.PreparedRequest) -> tuple[int, dict[str, str], bytes]:
-        state.cluster_profiles.setdefault("k8s-prod-reuse", cluster("k8s-prod-reuse", NEW, PROD_PROPERTIES))
+        taken = cluster("k8s-prod-reuse", "cd.go.contrib.elastic-agent.docker", PROD_PROPERTIES)
+        state.cluster_profiles.setdefault("k8s-prod-reuse", taken)
         return forward(request)
 
     gocd.add_callback(responses.POST, CLUSTERS_URL, callback=made_meanwhile, content_type=None)
     route(gocd, state, SERVER)
 
     assert run(token_file, "--reuse") == 1
-    assert run(token_file, "--dry-run") == 0
+    assert run(token_file, "--dry-run") == 1  # the listing now shows the clash: nothing is sent
 
     captured = capsys.readouterr()
     shown = captured.out + captured.err + caplog.text
     assert "(secret kept)" in captured.out
     assert (
-        "GoCD said: Failed to add Cluster Profile 'k8s-prod-reuse'. Another Cluster Profile with the same "
-        "name already exists. Field id: Cluster Profile ids should be unique. Cluster Profile with id "
-        "'k8s-prod-reuse' already exists."
+        "cluster profile 'k8s-prod-reuse' of another plugin (cd.go.contrib.elastic-agent.docker) was created "
+        "meanwhile (GoCD says it exists already)"
     ) in captured.out
     for secret in SECRETS:
         assert secret not in shown

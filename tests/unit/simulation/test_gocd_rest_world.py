@@ -129,6 +129,19 @@ def test_a_trace_gocd_could_not_have_recorded_is_refused_with_a_sentence(trace: 
         Faults(fraction=1.5)
 
 
+def test_a_proxy_whose_gocd_is_gone_answers_every_call_past_down_after_with_its_own_page() -> None:
+    world = world_from_trace([], origin=DEFAULT_ORIGIN, seed=1)
+    headers = HEADERS_V1 | {"Authorization": f"bearer {world.tokens['admin']}"}
+    gone = Faults(statuses=(502,), endpoints=frozenset({"job_history"}), down_after=3)
+    with serve(world, faults=gone) as gocd:
+        url = f"{gocd.url}/api/jobs/extra-rerun/test/lint/history"
+        answers = [requests.get(url, headers=headers, timeout=10) for _ in range(5)]
+        assert requests.get(f"{gocd.url}/api/admin/pipeline_groups", headers=headers, timeout=10).ok
+
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 502, 502]
+    assert "<center>nginx</center>" in answers[-1].text and "502 Bad Gateway" in answers[-1].text
+
+
 def test_proxy_faults_are_seeded_counted_and_carry_retry_after() -> None:
     world = world_from_trace([], origin=DEFAULT_ORIGIN, seed=1)
     headers = HEADERS_V1 | {"Authorization": f"bearer {world.tokens['admin']}"}
@@ -142,7 +155,7 @@ def test_proxy_faults_are_seeded_counted_and_carry_retry_after() -> None:
             statuses.append([requests.get(url, headers=headers, timeout=10).status_code for _ in range(40)])
             assert requests.get(f"{gocd.url}/api/admin/pipeline_groups", headers=headers, timeout=10).ok
             assert gocd.calls == Counter({"job_history": 40, "pipeline_groups": 1})
-    assert statuses[0] == statuses[1] and set(statuses[0]) <= {200, 429, 502, 503}
+    assert statuses[0] == statuses[1] and set(statuses[0]) <= {200, 429, 502, 503, 504}
     assert 10 <= statuses[0].count(200) <= 30
     clock = ManualClock(start=0.0)
     with serve(world, faults=Faults(delay_s=2.5), clock=clock) as gocd:
