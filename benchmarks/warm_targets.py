@@ -40,9 +40,9 @@ from elastic_agent.traces.workload import DEFAULT_ORIGIN, describe
 from profiles.quantities import parse_duration
 
 FLAT = "10m,15m,20m,30m,45m,60m"
-MIN_IDLE = "1,2,3,4,5,6,8"
-PREDICT_IDLE = "2m,5m,7m,10m"
-SCHEDULES = "2m/10m/0.25,5m/10m/0.5,5m/20m/0.5,5m/30m/0.25,5m/30m/0.5,2m/30m/0.75,10m/60m/0.5"
+MIN_IDLE = "1,2,4,6,8"
+PREDICT_IDLE = "5m,6m,7m"
+SCHEDULES = "2m/10m/0,5m/10m/0.5,5m/20m/0.5,5m/30m/0.5,2m/30m/0.75,10m/60m/0.5"
 REFERENCE_IDLE = "10m"
 KINDS = ("floor", "flat", "MinIdlePods alone", "Predict")
 
