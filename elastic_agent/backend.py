@@ -218,6 +218,15 @@ class Backend:
             pool.settings.namespace,
         )
 
+    def server_started(self) -> int:
+        """GoCD loaded the plugin (migrate-config), so it has just started: the banked keys go (how many),
+        and every pool forgets what refusals and registrations taught of the keys' lifetime."""
+        dropped = self.keys.server_started()
+        for pool in self.pools():
+            with pool.state.lock:
+                pool.state.key_lifetime.server_started()
+        return dropped
+
     def size_key_bank(self) -> None:
         """Banked keys are kept as long as some pool may put one into a pod (key_lifetime.window_s)."""
         windows = [key_window_s(pool.state) for pool in self.pools()]

@@ -81,9 +81,10 @@ def migrate_config(body: str, ctx: RequestContext) -> Response:
     GoCD sends it whenever it loads the plugin, that is when the server starts (gocd/gocd's
     `ElasticAgentInformationMigratorImpl`, a plugin post-load hook): the server has forgotten every
     registration key it issued before (`EphemeralAutoRegisterKeyService` keeps them in memory), so the
-    banked ones go."""
+    banked ones go, and with them what refusals and registrations taught of the keys' lifetime (the
+    server may have been restarted with another one: the remedy the refusal's message gives)."""
     request = MigrateConfigRequest.parse(body)
-    dropped = ctx.backend.keys.server_started()
+    dropped = ctx.backend.server_started()
     if dropped:
         log.info("GoCD loaded the plugin, so it has just started: %d banked registration keys it has "
                  "forgotten were dropped", dropped)  # fmt: skip

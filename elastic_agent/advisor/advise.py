@@ -10,8 +10,9 @@ starts at the trace's origin, so the schedules' cron periods fall on the trace's
 costs pod-seconds beyond the jobs (idle plus boot) and buys wait. The frontier is the candidates no
 other candidate beats on both; the recommendation is the cheapest candidate whose mean wait is at most
 `target` times the baseline's, whose p95 wait is at most `p95_target` (when given) and under which no
-job waits past the create-agent re-send period; else the candidate with the shortest wait (p95 when a
-p95 target is given, else mean). The best single setting is chosen by the same rule among the flat
+job waits past the create-agent re-send period; else the knee of the frontier (knee.py), never simply
+the costliest point. Costs are also given per day of the judged days (`ProfileAdvice.per_day`), the unit
+an administrator budgets. The best single setting is chosen by the same rule among the flat
 candidates alone, and the two are shown side by side. Schedules are proposed from the trace's first days
 and every candidate is judged on the remaining ones (holdout.py).
 """
@@ -22,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elastic_agent.advisor.installation import shares_state
+from elastic_agent.advisor.knee import DEFAULT_MIN_GAIN_S, knee, rule_text
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.search import SearchOutcome, search_flat
 from elastic_agent.simulation.run_settings import SimSettings
@@ -74,6 +76,12 @@ class ProfileAdvice:
     p95_target: float | None = None
     verdict: str = "met"  # or "p95 relaxed", "missed": see choose()
     skipped: Mapping[str, str] = field(default_factory=dict)  # flat candidates not run: why (search.py)
+    days: float = 1.0  # the judged days the figures cover (holdout.py): pod-seconds per day divide by it
+    knee_gain: float = DEFAULT_MIN_GAIN_S  # the knee rule's (knee.py), used when the targets are missed
+
+    def per_day(self, result: PolicyResult, boot: bool = False) -> float:
+        """Idle pod-hours a day of the judged days under `result` (`boot`: idle and booting)."""
+        return result.pod_hours_per_day(self.days, boot)
 
 
 def frontier(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -103,19 +111,23 @@ def meets(r: PolicyResult, baseline: PolicyResult, target: float, p95: float | N
 
 
 def choose(
-    candidates: Sequence[Candidate], baseline: PolicyResult, target: float, p95_target: float | None
+    candidates: Sequence[Candidate],
+    baseline: PolicyResult,
+    target: float,
+    p95_target: float | None,
+    knee_gain: float = DEFAULT_MIN_GAIN_S,
 ) -> tuple[Candidate, str]:
     """The cheapest candidate meeting every wait target ("met"); else, when the p95 target is what no
     candidate reaches, the cheapest meeting the others ("p95 relaxed": a few seconds of p95 are not
-    worth any price); else the one that waits least ("missed")."""
+    worth any price); else the knee of the frontier (knee.py, with `knee_gain`), past which more idle
+    buys little wait ("missed")."""
 
     for p95, verdict in ((p95_target, "met"), (None, "p95 relaxed")):
         good = [c for c in candidates if meets(c.result, baseline, target, p95)]
         if good:
             return min(good, key=lambda c: (c.cost, c.result.wait_mean)), verdict
-    if p95_target is not None:
-        return min(candidates, key=lambda c: (c.result.wait_p95, c.result.wait_mean, c.cost)), "missed"
-    return min(candidates, key=lambda c: (c.result.wait_mean, c.cost)), "missed"
+    points = frontier(candidates)
+    return points[knee([(c.cost, c.result.wait_mean) for c in points], knee_gain)], "missed"
 
 
 BASELINE = Policy("one pod per job", {"Reuse": "false"})
@@ -158,12 +170,15 @@ def advise_profile(
     exhaustive: bool = False,
     extra: Sequence[tuple[str, Mapping[str, str]]] = (),
     shared: Shared | None = None,
+    days: float = 1.0,
+    knee_gain: float = DEFAULT_MIN_GAIN_S,
 ) -> ProfileAdvice:
     """One profile's advice. `baseline`: gives its one-pod-per-job figures, waiting for them if they are
     under way (else they are run here on its jobs alone); `exhaustive`: run every flat candidate rather
     than search.py's few; `extra`: more candidates, always run as schedules are (prediction_candidates);
     `shared`: gives the figures of a candidate that draws on what one backend shares between profiles
-    (installation.py) from a run of the whole installation, instead of a run of this profile alone."""
+    (installation.py) from a run of the whole installation, instead of a run of this profile alone;
+    `days`: the judged days the figures cover; `knee_gain`: the knee rule's (knee.py)."""
     own = runner is None
     if runner is None:
         runner = Runner(workers, _reporting(profile, progress))
@@ -207,8 +222,8 @@ def advise_profile(
     finally:
         if own:
             runner.close()
-    recommended, verdict = choose(candidates, baseline_result, target, p95_target)
-    best_flat, _ = choose(flat, baseline_result, target, p95_target)
+    recommended, verdict = choose(candidates, baseline_result, target, p95_target, knee_gain)
+    best_flat, _ = choose(flat, baseline_result, target, p95_target, knee_gain)
     return ProfileAdvice(
         profile,
         len(jobs),
@@ -222,6 +237,8 @@ def advise_profile(
         p95_target,
         verdict,
         found.skipped,
+        days,
+        knee_gain,
     )
 
 
@@ -248,19 +265,20 @@ def render(advice: ProfileAdvice, target: float, resend_s: float = 120.0) -> str
         lines += ["Demand by hour:", advice.demand.summary(), ""]
     lines += [
         f"one pod per job: mean wait {base.wait_mean:.1f} s, p95 {base.wait_p95:.1f} s, "
-        f"{base.boot_pod_s_per_job + base.idle_pod_s_per_job:.1f} pod-s/job beyond the jobs",
+        f"{base.boot_pod_s_per_job + base.idle_pod_s_per_job:.1f} pod-s/job beyond the jobs "
+        f"({advice.per_day(base, boot=True):.1f} pod-h/day), {advice.per_day(base):.1f} idle pod-h/day",
         "",
-        "| setting | pods/job | mean wait | p95 wait | waited > re-send | idle pod-s/job "
-        "| idle+boot pod-s/job | registrations refused | frontier |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| setting | pods/job | mean wait | p95 wait | waited > re-send | idle pod-s/job | idle pod-h/day "
+        "| idle+boot pod-s/job | idle+boot pod-h/day | registrations refused | frontier |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for c in sorted(advice.candidates, key=lambda c: c.cost):
         r = c.result
         mark = "*" if c in advice.frontier else ""
         lines.append(
             f"| {c.label} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
-            f"{r.waited_past_resend} | {r.idle_pod_s_per_job:.1f} | {c.cost:.1f} | {r.registrations_refused} "
-            f"| {mark} |"
+            f"{r.waited_past_resend} | {r.idle_pod_s_per_job:.1f} | {advice.per_day(r):.1f} | {c.cost:.1f} | "
+            f"{advice.per_day(r, boot=True):.1f} | {r.registrations_refused} | {mark} |"
         )
     if advice.skipped:
         lines += ["", "Not run (they cannot be the recommendation; `--exhaustive` runs them):"]
@@ -272,20 +290,28 @@ def render(advice: ProfileAdvice, target: float, resend_s: float = 120.0) -> str
         relaxed = _targets_text(target, None, resend_s)
         why = f"no candidate reached a p95 wait of {advice.p95_target:g} s; the cheapest with {relaxed}"
     else:
-        why = f"no candidate met {wanted}; this one waits least"
+        why = f"no candidate met {wanted}; this one is the frontier's knee, {rule_text(advice.knee_gain)}"
     rec, flat = advice.recommended, advice.best_flat
-    lines += ["", f"Recommended: {rec.label} ({why}).", ""]
+    idle = advice.per_day(rec.result)
+    lines += [
+        "",
+        f"Recommended: {rec.label} ({why}).",
+        f"It keeps {idle:.1f} pod-hours a day idle ({7 * idle:.1f} a week), "
+        f"{advice.per_day(rec.result, boot=True):.1f} a day idle or booting.",
+        "",
+    ]
     if rec is not flat:
         lines += [
-            "| | pods/job | mean wait | p95 wait | idle pod-s/job | waited > re-send "
+            "| | pods/job | mean wait | p95 wait | idle pod-s/job | idle pod-h/day | waited > re-send "
             "| registrations refused |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for name, c in (("best single setting: " + flat.label, flat), ("recommended: " + rec.label, rec)):
             r = c.result
             lines.append(
                 f"| {name} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
-                f"{r.idle_pod_s_per_job:.1f} | {r.waited_past_resend} | {r.registrations_refused} |"
+                f"{r.idle_pod_s_per_job:.1f} | {advice.per_day(r):.1f} | {r.waited_past_resend} | "
+                f"{r.registrations_refused} |"
             )
         lines.append("")
     else:
@@ -302,9 +328,9 @@ def summary(advices: Sequence[ProfileAdvice]) -> str:
     lines = [
         "## Summary: best single setting -> recommended",
         "",
-        "| profile | best single setting | recommended | p95 wait | mean wait | idle pod-s/job | pods/job "
-        "| registrations refused |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| profile | best single setting | recommended | p95 wait | mean wait | idle pod-s/job "
+        "| idle pod-h/day | idle pod-h/week | pods/job | registrations refused |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for a in advices:
         flat, rec = a.best_flat.result, a.recommended.result
@@ -312,12 +338,12 @@ def summary(advices: Sequence[ProfileAdvice]) -> str:
             f"| {a.profile} | {a.best_flat.label} | {a.recommended.label} | "
             f"{flat.wait_p95:.1f} -> {rec.wait_p95:.1f} s | {flat.wait_mean:.1f} -> {rec.wait_mean:.1f} s | "
             f"{flat.idle_pod_s_per_job:.0f} -> {rec.idle_pod_s_per_job:.0f} | "
+            f"{a.per_day(flat):.1f} -> {a.per_day(rec):.1f} | "
+            f"{7 * a.per_day(flat):.1f} -> {7 * a.per_day(rec):.1f} | "
             f"{flat.pods_per_job:.3f} -> {rec.pods_per_job:.3f} | "
             f"{flat.registrations_refused} -> {rec.registrations_refused} |"
         )
     return "\n".join(lines) + "\n"
-
-
 
 
 def prediction_candidates(

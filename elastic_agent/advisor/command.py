@@ -9,8 +9,10 @@ module imports nothing of the simulator: `run` imports `advise.py`, which runs i
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -38,6 +40,20 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     )
     advise.add_argument(
         "--p95-target", type=float, default=10.0, help="p95 wait wanted, in seconds (default 10; 0: none)"
+    )
+    advise.add_argument(
+        "--knee-gain",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="when no candidate meets the targets, recommend the cheapest point of the frontier from which "
+        "no costlier point saves at least S seconds of the jobs' waiting (summed) per extra pod-hour "
+        "idle or booting (default 60; 0: the point that waits least)",
+    )
+    advise.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write every figure of the report to FILE as JSON (docs/advisor.md, \"--json\")",
     )
     advise.add_argument(
         "--timezone", default="UTC", help="IANA time zone the schedules' hours are read in (default UTC)"
@@ -145,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
             schedules=ScheduleOptions(**options),
             exhaustive=args.exhaustive,
             prediction=not args.no_prediction,
+            knee_gain=_knee_gain(args.knee_gain),
         )
+        json_path = _writable(args.json, "--json") if args.json else None
         return run_advisor(
             args.trace,
             request,
@@ -157,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
             bar=not args.quiet and sys.stderr.isatty(),
             server=server,
             tuned=tuned,
+            json_path=json_path,
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
@@ -193,6 +212,26 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "plain_idle_timeouts": _durations(args.plain_idle_timeouts, "--plain-idle-timeouts"),
         "busy_share": args.busy_share,
     }
+
+
+def _knee_gain(value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"--knee-gain: {value:g} is not 0 or more seconds of waiting per pod-hour")
+    return value
+
+
+def _writable(path: str, option: str) -> str:
+    """Checked before the simulations, which take minutes: a path that cannot be written is a sentence
+    now, not a traceback at the end."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ValueError(f"{option}: {path} is a directory, not a file to write")
+    if not folder.is_dir():
+        raise ValueError(f"{option}: cannot write {path}: the folder {folder} does not exist")
+    if not os.access(target if target.exists() else folder, os.W_OK):
+        raise ValueError(f"{option}: cannot write {path}: permission denied")
+    return path
 
 
 def _learn_days(value: int | None) -> int | None:

@@ -40,7 +40,7 @@ LEARN_SHARE = 4 / 7
 @dataclass(frozen=True)
 class Split:
     """Which calendar days learn and which are judged; `at` is the cut in seconds from the trace's time 0
-    (0.0 when the trace is not split: every job judged)."""
+    (0.0 when the trace is not split: every job and every calendar day judged)."""
 
     learned: tuple[date, ...]
     judged: tuple[date, ...]
@@ -51,6 +51,11 @@ class Split:
     @property
     def split(self) -> bool:
         return bool(self.learned)
+
+    @property
+    def days_judged(self) -> float:
+        """The calendar days the figures cover: what pod-seconds are divided by for pod-hours a day."""
+        return float(max(1, len(self.judged)))
 
     def learning(self, jobs: Sequence[TraceJob]) -> list[TraceJob]:
         """The jobs the proposals may see: those arriving before the cut (all of them when not split)."""
@@ -89,13 +94,15 @@ def split_trace(
     first = (start + timedelta(seconds=jobs[0].at)).astimezone(zone).date()
     last = (start + timedelta(seconds=jobs[-1].at)).astimezone(zone).date()
     days = tuple(first + timedelta(days=n) for n in range((last - first).days + 1))
+    # Not cut, every day is judged.
     if learn_days == 0:
-        return Split((), (), 0.0, timezone, "no learning days were asked for")
+        return Split((), days, 0.0, timezone, "no learning days were asked for")
     if jobs[-1].at - jobs[0].at <= DAY_S or len(days) < 2:
-        return Split((), (), 0.0, timezone, "the trace's arrivals span one day or less")
+        return Split((), days, 0.0, timezone, "the trace's arrivals span one day or less")
     wanted = min(math.ceil(LEARN_SHARE * len(days)), len(days) - 1) if learn_days is None else learn_days
     if wanted >= len(days):
-        return Split((), (), 0.0, timezone, f"{wanted} learning days leave none of its {len(days)} to judge")
+        reason = f"{wanted} learning days leave none of its {len(days)} to judge"
+        return Split((), days, 0.0, timezone, reason)
     learned, judged = days[:wanted], days[wanted:]
     at = (_midnight(judged[0], timezone).astimezone(UTC) - start).total_seconds()
     return Split(learned, judged, at, timezone)

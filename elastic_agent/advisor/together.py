@@ -76,19 +76,22 @@ def as_recommended(
     return [TogetherRun(title, future.result()) for title, future in futures]
 
 
-def render_together(runs: Sequence[TogetherRun]) -> str:
+def render_together(runs: Sequence[TogetherRun], days: float = 1.0) -> str:
+    """`days`: the judged days the runs' pod-seconds cover, for the pod-hours a day."""
     lines = [
         "## Every profile on its recommendation, together",
         "",
-        "| GoCD server | pods/job | mean wait | p95 wait | idle pod-s/job | predicted pods without a key "
-        "| registrations refused |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| GoCD server | pods/job | mean wait | p95 wait | idle pod-s/job | idle pod-h/day | idle pod-h/week "
+        "| predicted pods without a key | registrations refused |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
         r = run.result
+        per_day = r.pod_hours_per_day(days)
         lines.append(
             f"| {run.title} | {r.pods_per_job:.3f} | {r.wait_mean:.1f} s | {r.wait_p95:.1f} s | "
-            f"{r.idle_pod_s_per_job:.1f} | {r.predicted_without_key} | {r.registrations_refused} |"
+            f"{r.idle_pod_s_per_job:.1f} | {per_day:.1f} | {7 * per_day:.1f} | {r.predicted_without_key} | "
+            f"{r.registrations_refused} |"
         )
     if len(runs) > 1:
         lines += [

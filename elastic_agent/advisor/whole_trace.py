@@ -10,6 +10,7 @@ when `advise` runs, so that building the command line (for `serve` too) loads no
 from __future__ import annotations
 
 import concurrent.futures
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,8 +28,12 @@ from elastic_agent.advisor.advise import (
     render,
     summary,
 )
+from elastic_agent.advisor.followers import following
 from elastic_agent.advisor.holdout import Split, split_trace
 from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
+from elastic_agent.advisor.knee import DEFAULT_MIN_GAIN_S, rule_text
+from elastic_agent.advisor.predict_report import render_predict
+from elastic_agent.advisor.report_json import Context, document, write
 from elastic_agent.advisor.runner import Runner
 from elastic_agent.advisor.together import (
     GOCD_DEFAULTS,
@@ -57,6 +62,7 @@ class Request:
     schedules: ScheduleOptions = field(default_factory=ScheduleOptions)
     exhaustive: bool = False
     prediction: bool = True
+    knee_gain: float = DEFAULT_MIN_GAIN_S  # knee.py: the recommendation when the targets are missed
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ Proposals = Mapping[ScheduleOption, ScheduleProposal]
 class TraceAdvice:
     advices: list[ProfileAdvice]
     together: list[TogetherRun]
+    days: float = 1.0  # the judged days the figures cover
 
 
 def advise_trace(
@@ -97,6 +104,7 @@ def advise_trace(
     bar: bool = False,
 ) -> TraceAdvice:
     """Every profile's advice; `settings` are the server's (`server.settings`)."""
+    days = split.days_judged
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs:
         by_profile.setdefault(job.profile, []).append(job)
@@ -148,6 +156,8 @@ def advise_trace(
                     exhaustive=request.exhaustive,
                     extra=extra,
                     shared=shared_for(profile),
+                    days=days,
+                    knee_gain=request.knee_gain,
                 )
                 skipped_alone = [label for label in advice.skipped if label in alone_labels]
                 if skipped_alone and shown.total is not None:
@@ -164,7 +174,7 @@ def advise_trace(
             runner.close()
     finally:
         shown.close()
-    return TraceAdvice(advices, runs)
+    return TraceAdvice(advices, runs, days)
 
 
 def run_advisor(
@@ -181,9 +191,11 @@ def run_advisor(
     bar: bool = False,
     server: Server = GOCD_DEFAULTS,
     tuned: Server | None = TUNED,
+    json_path: str | None = None,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
-    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside."""
+    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside;
+    `json_path`: where to write the report's figures as JSON too (report_json.py)."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -209,18 +221,38 @@ def run_advisor(
         progress=progress,
         bar=bar,
     )
+    follows = following(jobs)
     for advice in found.advices:
         out(render(advice, request.target, settings.resend_s))
+        out(render_predict(advice, follows.get(advice.profile)))
     out(summary(found.advices))
-    out(render_together(found.together))
+    out(render_together(found.together, found.days))
     out(
-        "Cost is pod-seconds spent booting or idle per job; wait is from scheduling to assignment. "
+        "Cost is pod-seconds spent booting or idle per job, and pod-hours a day over the judged days "
+        f"({found.days:g}; a week is 7 such days); wait is from scheduling to assignment. When no "
+        f"candidate meets the targets, the recommendation is {rule_text(request.knee_gain)}. "
         "Settings that share nothing between profiles were simulated on each profile's jobs alone; warm "
         "pools, schedules and Predict draw on what one backend shares (its registration keys, what it "
         "learns of which stage follows which), so each of those candidates was simulated on the whole "
         f"trace at once, every profile with it, and read per profile. GoCD server: {settings.server()}; "
         f"pods booting in about {settings.boot_median_s:g} s, {settings.polling()}."
     )
+    if json_path is not None:
+        context = Context(
+            trace_path,
+            jobs,
+            trace.origin,
+            split,
+            request.target,
+            request.p95_target,
+            settings.resend_s,
+            request.knee_gain,
+        )
+        try:
+            write(json_path, document(found.advices, found.together, context, follows))
+        except OSError as error:
+            print(f"error: --json: cannot write {json_path}: {error.strerror or error}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -29,6 +29,7 @@ from elastic_agent.pool.intents import (
     Assign,
     Create,
     HoldBack,
+    KeyAccepted,
     KeyRefused,
     KeysShort,
     Mark,
@@ -86,9 +87,11 @@ class Applier:
             elif isinstance(intent, Recovered):
                 state.book.holds.succeeded(intent.fingerprint)
             elif isinstance(intent, KeyRefused):
-                state.key_lifetime.refused(intent.refusal)
+                state.key_lifetime.refused(intent.refusal, intent.spent)
                 if intent.refusal is not None and intent.issued_at is not None:
                     state.keys.drop_issued_until(intent.issued_at)  # GoCD no longer knows them either
+            elif isinstance(intent, KeyAccepted):
+                state.key_lifetime.registered(intent.age_s, state.settings)
             elif isinstance(intent, KeysShort):
                 state.shortages.note(intent.source, intent.pods, now)
 

@@ -23,7 +23,8 @@ from elastic_agent.pool import labels, marks
 from elastic_agent.pool.broken import Breakage, diagnose, oom_killed
 from elastic_agent.pool.holds import Hold, wait_s
 from elastic_agent.pool.index import RecordIndex
-from elastic_agent.pool.intents import HoldBack, Intent, Mark, Plan, Recovered, Say
+from elastic_agent.pool.intents import HoldBack, Intent, KeyAccepted, Mark, Plan, Recovered, Say
+from elastic_agent.pool.key_lifetime import key_issued_at
 from elastic_agent.pool.records import PodRecord
 from elastic_agent.pool.state import PoolState
 from profiles.quantities import format_duration
@@ -54,9 +55,15 @@ def ping_plan(state: PoolState, now: float) -> Plan:
 
 
 def registered(state: PoolState, record: PodRecord, now: float) -> tuple[Intent, ...]:
-    """The pod's agent registered (it polled for work, or GoCD lists it): the mark, and the end of its
-    fingerprint's row of broken pods, if it has one (holds.py: a success resets it)."""
+    """The pod's agent registered (it polled for work, or GoCD lists it): the mark, the age of the key
+    GoCD accepted (key_lifetime.py), and the end of its fingerprint's row of broken pods, if it has one
+    (holds.py: a success resets it)."""
     intents: tuple[Intent, ...] = (marks.registered(record, now),)
+    pod = state.port.get(record.name)
+    issued = key_issued_at(pod.annotations) if pod is not None else None
+    if issued is not None:  # the key's age is counted from its earliest issue: the least it can have been
+        age = record.created_at - issued - state.key_lifetime.queue_allowance_s()
+        intents += (KeyAccepted(record.name, max(0.0, age)),)
     hold = state.book.holds.get(record.fingerprint)
     if hold is not None:
         said = f"pod {record.name} of a held profile registered ({hold.pod} was broken): held no more"

@@ -28,6 +28,7 @@ from elastic_agent.pool.intents import (
     Wait,
 )
 from elastic_agent.pool.job_spec import JobSpec
+from elastic_agent.pool.key_lifetime import issued_at
 from elastic_agent.pool.records import PodRecord, PodState
 from elastic_agent.pool.state import PoolState
 from profiles.quantities import format_duration
@@ -94,7 +95,7 @@ def create_agent(state: PoolState, job: JobIdentifier, spec: JobSpec, key: str, 
         said = f"created pod {{pod}} in namespace {settings.namespace} for this job"
     intents += [
         Reserve(job.job_id, spec.fingerprint),
-        Create(job.job_id, job, spec, key, said, for_request=True, key_since=now),
+        Create(job.job_id, job, spec, key, said, for_request=True, key_since=issued_at(state, now)),
     ]
     return Plan(tuple(intents))
 

@@ -50,7 +50,8 @@ def _kept_s(recipe: Recipe) -> float:
 
 @dataclass(frozen=True)
 class HeldKey:
-    """A registration key and when create-agent brought it (its age decides how long it stays usable)."""
+    """A registration key and when GoCD issued it, at the earliest (its age decides how long it stays
+    usable)."""
 
     key: str
     since: float
@@ -126,10 +127,13 @@ class FingerprintBook:
 
     # -- changing (the Applier's commits) ------------------------------------------------------------
 
-    def wait(self, job: JobIdentifier, spec: JobSpec, key: str, now: float) -> HeldKey | None:
-        """The job waits for a pod of its fingerprint; a re-send refreshes its key (idempotent). Returns
-        the key the entry held before, unused, which the newer one replaces (the newest lives longest)."""
-        fingerprint = spec.fingerprint
+    def wait(
+        self, job: JobIdentifier, spec: JobSpec, key: str, now: float, issued: float | None = None
+    ) -> HeldKey | None:
+        """The job waits for a pod of its fingerprint; a re-send refreshes its key (idempotent), which
+        GoCD issued at `issued` at the earliest. Returns the key the entry held before, unused, which the
+        newer one replaces (the newest lives longest)."""
+        fingerprint, issued = spec.fingerprint, now if issued is None else issued
         self._recipes[fingerprint] = Recipe(spec, now)
         if spec.schedule is not None:
             self._scheduled[fingerprint] = None
@@ -139,12 +143,12 @@ class FingerprintBook:
         jobs = self._waiting.setdefault(fingerprint, {})
         entry = jobs.get(job.job_id)
         if entry is None:
-            jobs[job.job_id] = WaitingJob(job, now, HeldKey(key, now))
+            jobs[job.job_id] = WaitingJob(job, now, HeldKey(key, issued))
             return None
         entry.last_seen = now
         if entry.key is not None and entry.key.key == key:
             return None  # the same request again
-        displaced, entry.key = entry.key, HeldKey(key, now)
+        displaced, entry.key = entry.key, HeldKey(key, issued)
         return displaced
 
     def served(self, fingerprint: str, job_id: int) -> HeldKey | None:

@@ -20,8 +20,10 @@ In memory, under the lock:
 - `HoldBack`: a pod of the fingerprint is broken: one more in its row; its pods are created one at a
   time, and from the second in a row not before the hold's next try (holds.py).
 - `Recovered`: a pod of a held fingerprint registered: the row ends.
-- `KeyRefused`: GoCD refused a pod's registration key (key_refusals.py): older keys are dropped from the
-  bank, and the refusal bounds the keys used from now on (key_lifetime.py).
+- `KeyRefused`: GoCD refused a pod's registration key (key_refusals.py): read as expiry, older keys are
+  dropped from the bank and the refusal bounds the keys used for a while (key_lifetime.py); read as a
+  spent key, it is counted and shown.
+- `KeyAccepted`: GoCD registered a pod's agent: its key's age is a lifetime GoCD's keys reach.
 - `KeysShort`: what a decision (the warm pool's, Predict's) wanted and could not start for want of a key.
 
 Carried out after the lock, in plan order:
@@ -44,7 +46,7 @@ from dataclasses import dataclass, field
 
 from elastic_agent.gocd.messages import JobIdentifier
 from elastic_agent.pool.job_spec import JobSpec
-from elastic_agent.pool.key_lifetime import Refusal
+from elastic_agent.pool.key_lifetime import Refusal, Spent
 
 Changes = Mapping[str, str | None]  # annotation or label -> value, None removes it
 
@@ -100,12 +102,23 @@ class Recovered:
 
 @dataclass(frozen=True)
 class KeyRefused:
-    """`refusal` None: the refusal says nothing of the keys' lifetime (key_lifetime.KeyLifetime.refused);
-    `issued_at`: when create-agent brought the refused key, if known."""
+    """`refusal`: the refusal read as expiry, which bounds the keys; `spent`: read as a key spent before
+    (neither: it says nothing of the keys' lifetime; key_lifetime.KeyLifetime.refused); `issued_at`: when
+    GoCD issued the refused key at the earliest, if known."""
 
     pod: str
     refusal: Refusal | None
     issued_at: float | None
+    spent: Spent | None = None
+
+
+@dataclass(frozen=True)
+class KeyAccepted:
+    """GoCD registered a pod's agent with a key `age_s` old when the pod was created: keys live that long
+    at least (key_lifetime.KeyLifetime.registered)."""
+
+    pod: str
+    age_s: float
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,7 @@ class KeysShort:
 
 @dataclass(frozen=True)
 class Create:
-    """`key` None: take the newest banked key when creating (the warm pool)."""
+    """`key` None: take the oldest usable banked key when creating (the warm pool)."""
 
     token: object
     job: JobIdentifier | None
@@ -129,7 +142,7 @@ class Create:
     for_request: bool = False
     # Annotations of the new pod beyond the pool's own (a pod started ahead says for which stage).
     annotations: Mapping[str, str] = field(default_factory=dict)
-    key_since: float | None = None  # when create-agent brought `key` (None: now)
+    key_since: float | None = None  # when GoCD issued `key`, at the earliest (None: now)
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,8 @@ class Say:
 
 
 Intent = (
-    Mark | Reserve | Wait | Assign | Release | Supersede | HoldBack | Recovered | KeyRefused | KeysShort
+    Mark | Reserve | Wait | Assign | Release | Supersede | HoldBack | Recovered | KeyRefused | KeyAccepted
+    | KeysShort
     | Create | Retire | Say
 )
 

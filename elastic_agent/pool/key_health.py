@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from elastic_agent.gocd.health import HealthReporter
 from elastic_agent.pool.broken_pods import clock_time
-from elastic_agent.pool.key_lifetime import PREDICT, WARM_POOL, KeyFigures, Lacking, Refusal, figures
+from elastic_agent.pool.key_lifetime import (
+    REFUSAL_HELD_S,
+    SOURCE_WORDS,
+    KeyFigures,
+    Lacking,
+    Refusal,
+    Spent,
+    figures,
+)
 from elastic_agent.pool.state import PoolState
 from profiles.cluster import ClusterProfile
 from profiles.quantities import format_duration
@@ -23,11 +31,14 @@ from profiles.quantities import format_duration
 PROPERTY = "gocd.ephemeral.auto.register.key.expiry.millis"
 SETTING = "auto_register_key_expiry"
 GUIDE = 'docs/install.md, "A GoCD server tuned for reuse"'
-SOURCE_WORDS = {WARM_POOL: "MinIdlePods in force", PREDICT: "Predict"}
 
 
 def refused_key(cluster: ClusterProfile) -> str:
     return f"keys:refused:{cluster.cluster_key}"
+
+
+def spent_key(cluster: ClusterProfile) -> str:
+    return f"keys:spent:{cluster.cluster_key}"
 
 
 def lacking_key(cluster: ClusterProfile, fingerprint: str = "") -> str:
@@ -41,6 +52,10 @@ def report(health: HealthReporter, cluster: ClusterProfile, where: str, state: P
         health.resolved(refused_key(cluster))
     else:
         health.problem(refused_key(cluster), refused_message(where, found, found.refusal))
+    if found.spent is None:
+        health.resolved(spent_key(cluster))
+    else:
+        health.problem(spent_key(cluster), spent_message(where, found.spent), "warning")
     shown = set()
     for lacking in found.lacking:
         key = lacking_key(cluster, lacking.fingerprint)
@@ -58,9 +73,21 @@ def refused_message(where: str, found: KeyFigures, refusal: Refusal) -> str:
         f"and the cluster profile's {SETTING} says GoCD's keys live {configured}. GoCD's keys live as long "
         f"as the server's system property {PROPERTY} says (30 minutes unless set): set {SETTING} to the "
         f"server's value, or give the server -D{PROPERTY}={round(found.configured_s * 1000)} and restart "
-        f"it ({GUIDE}). Until the cluster profile changes, no key {age} old or older goes into a pod, and "
-        f"the keys banked before the refused one were dropped. (A restart of GoCD forgets every key too; "
-        f"this plugin drops its banked keys whenever GoCD loads it.)"
+        f"it ({GUIDE}). Until {clock_time(refusal.at + REFUSAL_HELD_S)}, unless the cluster profile changes "
+        f"or GoCD accepts an older key, no key {age} old or older goes into a pod, and the keys banked "
+        f"before the refused one were dropped. (A restart of GoCD forgets every key too; this plugin drops "
+        f"its banked keys whenever GoCD loads it.)"
+    )
+
+
+def spent_message(where: str, spent: Spent) -> str:
+    return (
+        f"{where}: GoCD refused the registration of pod {spent.pod} at {clock_time(spent.at)}: "
+        f"{spent.cause}. "
+        f"GoCD revokes a registration key before it checks the agent, so every later try reads \"is "
+        f"either not provided or expired\" however young the key: this is not about the key lifetime "
+        f"settings, and no key is taken to be expired for it. The pod was deleted and, once, replaced with "
+        f"a banked key where one could be used (the job's console and the plugin's log say which)."
     )
 
 

@@ -8,7 +8,10 @@ pool lets come up to `auto_register_timeout` after it creates the pod, so a pod 
 key has that much of its lifetime left: otherwise a slow boot (an image pulled for minutes) ends in a
 registration that GoCD refuses for good. Each pool asks with its own limit (`take`, `usable`:
 pool/key_lifetime.py says how old a key it may use); the bank keeps keys as long as some pool may use
-them (`keep_for`) and uses the newest first.
+them (`keep_for`) and hands out the oldest it may first: every key it may hand out still has the time a
+pod needs to register, so the oldest usable key serves as well as the newest, and the newer ones stay
+usable for longer (keys at 0 and 10 minutes, pods wanted at 11 and 25 minutes: newest first serves one,
+oldest first both).
 
 Its size follows how long keys are kept: `KEYS_PER_HOUR` for each hour, so that with a long lifetime
 the keys of a quiet evening are still there in the morning, up to a day's worth (`MAX_KEPT_S`), and at
@@ -38,7 +41,7 @@ from elastic_agent.pool.fingerprints import HeldKey
 KEY_LIFETIME_S = 30 * 60.0
 KEYS_PER_HOUR = 192  # 64 for the 20 minutes GoCD's default lifetime leaves with the default 10m to register
 MIN_CAPACITY = 64
-MAX_KEPT_S = 24 * 3600.0  # past a day of keys, the oldest go first: the newest are used first anyway
+MAX_KEPT_S = 24 * 3600.0  # past a day of keys, the oldest go first: they would expire first
 MAX_KEY_CHARS = 128
 # The bytes one entry takes at most: its key (an ASCII str), the float and the tuple, and the list's slot.
 _ENTRY_BYTES = sys.getsizeof("k" * MAX_KEY_CHARS) + sys.getsizeof(0.0) + sys.getsizeof((0.0, "")) + 8
@@ -61,7 +64,8 @@ class RegistrationKeys:
         self._lock = threading.Lock()
 
     def offer(self, key: str, since: float) -> None:
-        """Bank `key`, which create-agent brought at `since` (clock seconds); the oldest goes when full."""
+        """Bank `key`, which GoCD issued at `since` (clock seconds, at the earliest); the oldest goes when
+        full."""
         if len(key) > MAX_KEY_CHARS or not key.isascii():
             return  # not one of GoCD's (a UUID): its memory would not be bounded
         with self._lock:
@@ -72,13 +76,14 @@ class RegistrationKeys:
             del self._keys[: max(0, len(self._keys) - self._capacity)]
 
     def take(self, max_age_s: float | None = None) -> HeldKey | None:
-        """The newest key no older than `max_age_s` (None: any the bank keeps); it is removed (a key
+        """The oldest key no older than `max_age_s` (None: any the bank keeps); it is removed (a key
         registers one agent)."""
         with self._lock:
             self._drop_old()
-            if not self._keys or self._keys[-1][0] < self._oldest(max_age_s):
+            first = bisect.bisect_left(self._keys, (self._oldest(max_age_s), ""))
+            if first == len(self._keys):
                 return None
-            since, key = self._keys.pop()
+            since, key = self._keys.pop(first)
             return HeldKey(key, since)
 
     def usable(self, max_age_s: float | None = None) -> int:

@@ -48,9 +48,12 @@ ANN_RETIRE_REASON = PREFIX + "retire-reason"
 ANN_REUSE = PREFIX + "reuse"  # "true" when the profile allows reuse
 ANN_REGISTERED = PREFIX + "registered"  # "true" once the agent was seen by GoCD
 ANN_OOM_TOLD = PREFIX + "oom-told"  # "<job id>:<container>:<restarts>" of the OOM kill told to the job
-# When create-agent brought the pod's registration key (clock seconds; the key itself is never written
-# here): GoCD's refusal of the key then says how long its keys really live (pool/key_refusals.py).
+# When GoCD issued the pod's registration key, at the earliest (clock seconds; the key itself is never
+# written here): GoCD's refusal of the key, or its acceptance, then says how long its keys live
+# (pool/key_refusals.py, pool/key_lifetime.py).
 ANN_KEY_ISSUED_AT = PREFIX + "key-issued-at"
+# The pod whose refused key this pod was created to replace (key_refusals.py): it is not replaced again.
+ANN_REPLACES = PREFIX + "replaces"
 
 # Annotations for node autoscalers (a busy pod must not be disrupted).
 ANN_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"

@@ -62,6 +62,8 @@ class PoolState:
         self.keys = keys  # shared by every pool of the backend; has its own lock
         self.key_lifetime = KeyLifetime()  # how old a key its pods may get (key_lifetime.py)
         self.shortages = KeyShortages()  # pods wanted ahead without a key; has its own lock
+        # Registered pods whose agent container restarted: pod -> (restarts, log reads) (key_refusals.py).
+        self.restart_reads: dict[str, tuple[int, int]] = {}
         self.lock = threading.RLock()
         self.book = FingerprintBook()
         self._settings = settings
@@ -351,7 +353,11 @@ class PoolState:
         self.bank(fingerprint, self.book.served(fingerprint, job_id))
 
     def commit_wait(self, wait: Wait, now: float) -> None:
-        self.bank(wait.spec.fingerprint, self.book.wait(wait.job, wait.spec, wait.key, now))
+        issued = now - self.key_lifetime.queue_allowance_s()  # GoCD's request says not when: the earliest
+        displaced = self.book.wait(wait.job, wait.spec, wait.key, now, issued)
+        if displaced is not None:  # a re-send: its gap is GoCD's starvation threshold, about
+            self.key_lifetime.resent(issued - displaced.since)
+        self.bank(wait.spec.fingerprint, displaced)
 
     def bank(self, fingerprint: str, key: HeldKey | None) -> None:
         """A key a waiting job let go of without a pod using it: the warm pool's, if its profile has one

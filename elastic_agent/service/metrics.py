@@ -81,7 +81,7 @@ class KeyCollector(Collector):
     """Registration keys, read at scrape time: the bank's memory and its bound, how long it keeps keys,
     the pods each profile (its fingerprint's label form: the label's values are bounded by the profiles
     that want pods ahead) wanted ahead and could not start for want of a key, by what wanted them, and
-    the pods whose key GoCD refused. Never a key."""
+    the pods whose key GoCD refused, and of those the ones whose key had been spent. Never a key."""
 
     def __init__(self, bank: RegistrationKeys, pools: Callable[[], list[KeyFigures]]) -> None:
         self._bank = bank
@@ -113,6 +113,10 @@ class KeyCollector(Collector):
         yield CounterMetricFamily("gocd_elastic_agent_registration_keys_refused",
                                   "Pods whose agent GoCD refused for an unknown or expired registration key",
                                   value=sum(pool.refused_pods for pool in pools))  # fmt: skip
+        yield CounterMetricFamily("gocd_elastic_agent_registration_keys_spent",
+                                  "Of the pods whose key GoCD refused, those whose key had been spent before "
+                                  "(refused for another cause first, or a restarted agent container), not "
+                                  "expired", value=sum(pool.spent_pods for pool in pools))  # fmt: skip
 
 
 class Metrics:

@@ -58,6 +58,7 @@ from elastic_agent.simulation.gocd_records import (  # re-exported: callers impo
 from elastic_agent.simulation.gocd_registration import (
     DUPLICATE_REASON,
     EXPIRED_KEY,
+    REGISTER_RETRY_S,
     SPENT_KEY,
     UNKNOWN_KEY,
     refusal_log_line,
@@ -116,6 +117,9 @@ class SimulatedGoCD(ServerSide, AgentSide):
         self._polls: TimedQueue[str] = TimedQueue(self._poll_is_current)  # agent ids
         self._completions: TimedQueue[int] = TimedQueue(self._completion_is_current)  # job ids
         self._silences: TimedQueue[str] = TimedQueue(self._silence_is_current)  # agent ids
+        # Refused in-process agents, which ask again every REGISTER_RETRY_S: pod -> (next try, env, console).
+        self._retrying: dict[str, tuple[float, Mapping[str, str], Console]] = {}
+        self._retries: TimedQueue[str] = TimedQueue(self._retry_is_current)  # pod names
         self._running: dict[int, Job] = {}
         self._job_by_identifier: dict[ConsoleKey, int] = {}
         self._pipeline_counters: dict[str, int] = {}
@@ -270,13 +274,38 @@ class SimulatedGoCD(ServerSide, AgentSide):
 
     def agent_started(self, pod_name: str, env: Mapping[str, str], console: Console | None = None) -> None:
         """The in-process agent registers at once; refused, it writes GoCD's answer to its console as the
-        real agent does (gocd_registration.py), once: the real one repeats the line every 5 s."""
+        real agent does (gocd_registration.py) and asks again every REGISTER_RETRY_S with the same key
+        (`SslInfrastructureService.register`), until its pod stops. A retry after a refusal for another
+        cause than the key is told the key "is either not provided or expired": the first try spent it."""
+        attempt = self._register_from(pod_name, env, retry=False)
+        if attempt.status == 422 and console is not None:
+            console(refusal_log_line(attempt.at, attempt.answer))
+            self._retrying[pod_name] = (attempt.at + REGISTER_RETRY_S, env, console)
+            self._retries.push(attempt.at + REGISTER_RETRY_S, pod_name)
+
+    def _register_from(self, pod_name: str, env: Mapping[str, str], *, retry: bool) -> RegistrationAttempt:
         environments = frozenset(e.strip() for e in env.get(ENV_ENVIRONMENT, "").split(",") if e.strip())
         agent_id, plugin_id, key = env.get(ENV_AGENT_ID, ""), env.get(ENV_PLUGIN_ID, ""), env.get(ENV_KEY, "")
         server_url = env.get(ENV_SERVER_URL, "")
-        attempt = self.register_agent(pod_name, agent_id, plugin_id, key, environments, server_url)
-        if attempt.status == 422 and console is not None:
-            console(refusal_log_line(attempt.at, attempt.answer))
+        return self.register_agent(pod_name, agent_id, plugin_id, key, environments, server_url, retry=retry)
+
+    def _run_retries(self) -> None:
+        with self._state_lock:
+            due = self._retries.pop_due(self._clock.now())
+        for pod_name in due:
+            retrying = self._retrying.pop(pod_name, None)
+            if retrying is None:
+                continue
+            _, env, console = retrying
+            attempt = self._register_from(pod_name, env, retry=True)
+            if attempt.status == 422:
+                console(refusal_log_line(attempt.at, attempt.answer))
+                self._retrying[pod_name] = (attempt.at + REGISTER_RETRY_S, env, console)
+                self._retries.push(attempt.at + REGISTER_RETRY_S, pod_name)
+
+    def _retry_is_current(self, at: float, pod_name: str) -> bool:
+        retrying = self._retrying.get(pod_name)
+        return retrying is not None and retrying[0] == at
 
     def register_agent(
         self,
@@ -288,9 +317,12 @@ class SimulatedGoCD(ServerSide, AgentSide):
         server_url: str,
         *,
         remote: bool = False,
+        retry: bool = False,
     ) -> RegistrationAttempt:
         """An elastic agent asks to be registered, by the same rules whether it is in process (the
-        simulated kubelet's `agent_started`) or a process of its own (gocd_agent_api.py)."""
+        simulated kubelet's `agent_started`) or a process of its own (gocd_agent_api.py). `retry`: the
+        same agent asks again after a refusal; a refusal then is not counted again (`refusals` and the
+        stats count agents refused)."""
         now = self._clock.now()
         with self._state_lock:
             reason = self._registration_refusal(agent_id, plugin_id, server_url, key, now)
@@ -298,8 +330,9 @@ class SimulatedGoCD(ServerSide, AgentSide):
             answer = registration_answer(reason, key, agent_id, plugin_id) if reason else ""
             attempt = RegistrationAttempt(now, pod_name, agent_id, key, environments, status, reason, answer)
             if reason:
-                self.refusals.append(attempt)
-                self.stats.registrations_refused += 1
+                if not retry:
+                    self.refusals.append(attempt)
+                    self.stats.registrations_refused += 1
                 return attempt
             self.registrations.append(attempt)
             self.stats.registrations_accepted += 1
@@ -343,8 +376,9 @@ class SimulatedGoCD(ServerSide, AgentSide):
 
     def agent_stopped(self, pod_name: str) -> None:
         """The pod's agent process is gone: heartbeats stop, and GoCD notices only after
-        `lost_contact_after_s` (or at once with `immediate_lost_contact`)."""
+        `lost_contact_after_s` (or at once with `immediate_lost_contact`). A refused one stops asking."""
         with self._state_lock:
+            self._retrying.pop(pod_name, None)
             agent = self._agents.get(self._agent_by_pod.get(pod_name, ""))
             if agent is None or not agent.process_alive:
                 return
@@ -381,6 +415,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
         with self._step_lock:
             self._update_liveness()
             self._run_scheduler()
+            self._run_retries()
             self._run_polls()
             self._run_completions()
             self._run_ping()
@@ -392,6 +427,7 @@ class SimulatedGoCD(ServerSide, AgentSide):
                 self._next_scheduler_at,
                 self._next_ping_at,
                 self._polls.first(),
+                self._retries.first(),
                 self._completions.first(),
                 self._silences.first(),
             )

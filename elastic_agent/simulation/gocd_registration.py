@@ -32,6 +32,7 @@ KEY_REASONS = frozenset({UNKNOWN_KEY, SPENT_KEY, EXPIRED_KEY})
 DUPLICATE_REASON = "an agent with this elastic agent id and plugin id is already registered"
 REFUSED_PREFIX = "[Agent Registration] Error occurred during agent registration process: "
 LOGGER_AT = "SslInfrastructureService:159"
+REGISTER_RETRY_S = 5.0  # SslInfrastructureService.REGISTER_RETRY_INTERVAL: a refused agent asks again
 THREAD = "scheduler-1"
 
 

@@ -399,6 +399,18 @@ class SimulatedKubelet:
             was_running, life.agent_running = life.agent_running, False
         if was_running:
             self.agent_host.agent_stopped(life.name)
+        if restart_policy(pod) != "Never" and was_running:
+            self._agent_again(life, pod)
+
+    def _agent_again(self, life: _PodLife, pod: Obj) -> None:
+        """The container was restarted at once (kubelet_troubles.container_ended): a new agent process
+        comes up and asks to register with the pod's key, which its first registration spent."""
+        ns, name, env = life.namespace, life.name, env_of(first_container(pod))
+        life.started_at = self.clock.now()
+        self.store.append_log(ns, name, f"{rfc3339(life.started_at)} INFO  Registering elastic agent again")
+        with self._lock:
+            life.agent_running = True
+        self.agent_host.agent_started(name, env, lambda line: self.store.append_log(ns, name, line))
 
     def running_agents(self) -> list[str]:
         with self._lock:

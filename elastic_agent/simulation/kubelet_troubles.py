@@ -156,7 +156,7 @@ def container_ended(
     pod: Mapping[str, Any], started_at: float, now: float, reason: str, exit_code: int, events: list[Event]
 ) -> Step:
     """With restartPolicy Never the pod fails; else the container is restarted at once, as a first exit
-    is (the agent that comes up again is not modelled: its key is spent, and GoCD would refuse it)."""
+    is (the kubelet then starts the agent again: its key is spent, and GoCD refuses it)."""
     container = st.first_container(pod)
     ended = st.terminated(reason, exit_code, rfc3339(started_at), rfc3339(now))
     if restart_policy(pod) == "Never":

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from elastic_agent.clock import Clock
 from elastic_agent.pool.broken_pods import clock_time
 from elastic_agent.pool.cluster_pool import ClusterPool
-from elastic_agent.pool.key_lifetime import PREDICT, WARM_POOL, figures
+from elastic_agent.pool.key_lifetime import PREDICT, REFUSAL_HELD_S, WARM_POOL, figures
 from profiles.quantities import format_duration
 
 
@@ -35,6 +35,8 @@ class KeysSummary:
     banked: int  # in the bank, for every cluster of the backend
     refusal: str  # "" without one
     refused_pods: int
+    spent: str  # the latest refusal of a key spent before, while shown ("" without one)
+    spent_pods: int
     lacking: tuple[LackingRow, ...]
 
 
@@ -49,8 +51,17 @@ def keys_summary(pool: ClusterPool, clock: Clock) -> KeysSummary:
         lifetime += f" (auto_register_key_expiry: {configured})"
         refusal = (
             f"GoCD refused the key of pod {found.refusal.pod} at {clock_time(found.refusal.at)}, {age} old "
-            f"when the pod was created: the GoCD server's gocd.ephemeral.auto.register.key.expiry.millis is "
-            f"shorter than auto_register_key_expiry. No key that old is used until the profile changes."
+            f"when the pod was created, and nothing showed it spent before, so it was taken as expired: the "
+            f"GoCD server's gocd.ephemeral.auto.register.key.expiry.millis is shorter than "
+            f"auto_register_key_expiry. No key that old is used until "
+            f"{clock_time(found.refusal.at + REFUSAL_HELD_S)}, unless the profile changes or GoCD accepts "
+            f"an older key."
+        )
+    spent = ""
+    if found.spent is not None:
+        spent = (
+            f"GoCD refused the key of pod {found.spent.pod} at {clock_time(found.spent.at)}, taken as a key "
+            f"spent before, not expired: {found.spent.cause}."
         )
     used_for = "none: keys expire before a pod registers"
     if found.window_s > 0:
@@ -61,4 +72,5 @@ def keys_summary(pool: ClusterPool, clock: Clock) -> KeysSummary:
         for lacks in found.lacking
     )  # fmt: skip
     banked = len(pool.state.keys)
-    return KeysSummary(lifetime, used_for, found.usable, banked, refusal, found.refused_pods, rows)
+    return KeysSummary(lifetime, used_for, found.usable, banked, refusal, found.refused_pods, spent,
+                       found.spent_pods, rows)  # fmt: skip

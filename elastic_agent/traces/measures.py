@@ -90,6 +90,11 @@ class PolicyResult:
     def boot_pod_s_per_job(self) -> float:
         return self.boot_pod_s / max(1, self.jobs)
 
+    def pod_hours_per_day(self, days: float, boot: bool = False) -> float:
+        """Idle pod-hours a day over the `days` the run's pod-seconds cover (`boot`: idle and booting),
+        the unit an administrator budgets."""
+        return (self.idle_pod_s + (self.boot_pod_s if boot else 0.0)) / 3600.0 / days
+
     def within(self, start_s: float, end_s: float) -> Stretch:
         """The waits of the jobs scheduled from `start_s` to before `end_s` (seconds from time 0)."""
         waits = sorted(wait for at, wait in self.waits_at if start_s <= at < end_s)

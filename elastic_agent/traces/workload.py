@@ -18,7 +18,9 @@ A job may also say where it sits in its pipeline, as GoCD's job identifier does 
 optional CSV columns): `pipeline_counter` (the pipeline's run, 1 and up; absent: the simulated GoCD
 counts runs of the pipeline itself, one per job), `stage` (default `build`), `stage_counter` (default 1),
 `job` (the job's name, default `job`) and `result` (`Passed` or `Failed`, default `Passed`). These give a
-trace its pipeline shape: the jobs of one stage run, and the stage runs that follow one another.
+trace its pipeline shape: the jobs of one stage run, and the stage runs that follow one another. An
+optional `waited` (seconds from scheduled to assigned, as `trace` records it) is what the job really
+waited: the advisor reports it as measured beside its simulation; the simulator does not read it.
 
 How `python -m elastic_agent trace` writes GoCD's runs (gocd/history_runs.py): one row per job run
 on an elastic agent that finished, `job` the instance's name, so a job of `run_instance_count` N is N
@@ -71,6 +73,7 @@ class TraceJob:
     stage_counter: int = 1
     job_name: str = "job"
     result: str = "Passed"  # or "Failed"
+    waited: float | None = None  # seconds from scheduled to assigned, as the trace command records it
 
     def row(self) -> dict[str, Any]:
         return {
@@ -201,7 +204,7 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-_Shape = tuple[int | None, str, int, str, str]
+_Shape = tuple[int | None, str, int, str, str, float | None]
 
 
 def _job(
@@ -244,7 +247,20 @@ def _shape(row: dict[str, Any], where: str) -> _Shape:
     result = next((known for known in RESULTS if known.lower() == raw_result.lower()), None)
     if result is None:
         raise TraceError(f"{where}: result must be Passed or Failed, not {raw_result!r}")
-    return counter, stage, stage_counter, job_name, result
+    return counter, stage, stage_counter, job_name, result, _waited(row.get("waited"), where)
+
+
+def _waited(raw: Any, where: str) -> float | None:
+    """The optional `waited` the trace command records: blank or absent means unknown."""
+    if raw in (None, ""):
+        return None
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise TraceError(f"{where}: waited must be zero or more seconds, not {raw!r}")
+    return value
 
 
 def _positive(raw: Any, name: str, where: str) -> int:

@@ -27,25 +27,10 @@ from tests.support.broken_world import (
     Faults,
     broken_stack,
     console,
+    restarting_pod,
 )
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import assigned, completed
-
-
-def restarting_pod(image: str) -> str:
-    """A pod template whose agent container the kubelet restarts (restartPolicy Always)."""
-    return f"""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: agent-{{{{ POD_POSTFIX }}}}
-spec:
-  restartPolicy: Always
-  containers:
-    - name: agent
-      image: {image}
-"""
-
 
 RESTARTING_POD = restarting_pod(GREEDY)
 CRASH_LOOP_POD = restarting_pod(CRASHING)

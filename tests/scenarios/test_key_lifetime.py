@@ -86,9 +86,9 @@ def test_a_bank_with_a_day_long_lifetime_keeps_a_days_keys_and_gives_each_while_
     assert keys.usable(window) == 24 * 60 - 10
     assert keys.usable(20 * MINUTE) == 20, "a pool whose keys live 30m uses the last 20 minutes' keys only"
     taken = keys.take(window)
-    assert taken is not None and taken.key == "key-01439", "the newest first: it lives longest"
+    assert taken is not None and taken.key == "key-00010", "the oldest usable first: it expires first"
     clock.advance(12 * HOUR)  # a quiet night: the evening's keys are there in the morning
-    assert keys.usable(window) == 24 * 60 - 10 - 1 - 12 * 60
+    assert keys.usable(window) == 24 * 60 - 10 - 12 * 60
     assert keys.take(20 * MINUTE) is None
 
 
@@ -103,7 +103,7 @@ def test_the_bank_keeps_the_default_lifetimes_64_keys_and_at_most_a_days_worth()
         keys.offer(f"key-{n:06d}", clock.now() + n)
     assert len(keys) == keys.capacity == capacity_for(DAY)
     taken = keys.take()
-    assert taken is not None and taken.key == f"key-{capacity_for(DAY) + 499:06d}", "the oldest went"
+    assert taken is not None and taken.key == f"key-{500:06d}", "the 500 oldest went when the bank was full"
 
 
 def test_the_banks_memory_stays_within_the_bound_it_reports_whatever_keys_come() -> None:
@@ -134,18 +134,18 @@ def test_a_refused_key_drops_every_banked_key_as_old_and_a_gocd_start_drops_them
 
 def test_a_refusal_bounds_the_keys_until_the_profile_changes() -> None:
     settings, edited = profile(), profile(auto_register_key_expiry="15m")
-    lifetime = KeyLifetime()
-    assert lifetime.window_s(settings) == 20 * MINUTE
+    lifetime, now = KeyLifetime(), 2.0
+    assert lifetime.window_s(settings, now) == 20 * MINUTE
     lifetime.refused(Refusal("agent-1", 0.0, 18 * MINUTE, settings))
-    assert lifetime.lifetime_s(settings) == 18 * MINUTE
-    assert lifetime.window_s(settings) == 8 * MINUTE
+    assert lifetime.lifetime_s(settings, now) == 18 * MINUTE
+    assert lifetime.window_s(settings, now) == 8 * MINUTE
     lifetime.refused(Refusal("agent-2", 1.0, 19 * MINUTE, settings))
-    assert lifetime.window_s(settings) == 8 * MINUTE, "the youngest refused key holds"
-    assert lifetime.window_s(edited) == 5 * MINUTE, "another profile: its own setting"
+    assert lifetime.window_s(settings, now) == 8 * MINUTE, "the youngest refused key holds"
+    assert lifetime.window_s(edited, now) == 5 * MINUTE, "another profile: its own setting"
     lifetime.forget_unless(edited)
-    assert lifetime.refusal(settings) is None and lifetime.window_s(settings) == 20 * MINUTE
+    assert lifetime.refusal(settings, now) is None and lifetime.window_s(settings, now) == 20 * MINUTE
     lifetime.refused(None)  # a refusal that says nothing of the lifetime: counted only
-    assert lifetime.refused_pods == 3 and lifetime.refusal(settings) is None
+    assert lifetime.refused_pods == 3 and lifetime.refusal(settings, now) is None
 
 
 def test_the_bank_keeps_keys_as_long_as_the_longest_lived_profile_may_use_one_and_metrics_show_it() -> None:

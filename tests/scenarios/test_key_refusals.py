@@ -18,30 +18,19 @@ from elastic_agent.pool.key_refusals import NOT_KNOWN, REFUSED, refusal_in
 from elastic_agent.redaction import HIDDEN
 from elastic_agent.service.app import create_app
 from elastic_agent.simulation.gocd_records import HealthMessage
-from elastic_agent.simulation.gocd_registration import EXPIRED_KEY, UNKNOWN_KEY, refusal_log_line
+from elastic_agent.simulation.gocd_registration import UNKNOWN_KEY, refusal_log_line
 from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.status.agent import render_agent_status
 from elastic_agent.status.pages import render_cluster_status
+from tests.support.key_refusal_world import refused_scenario, two_idle_pods_and_a_banked_key
 from tests.support.predict_traces import FIXED, PREDICT, two_stages
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule
-from tests.support.virtual_helpers import completed, virtual_stack
+from tests.support.virtual_helpers import completed
 
 PROPERTY = "gocd.ephemeral.auto.register.key.expiry.millis"
 SETTING = "auto_register_key_expiry"
 MINUTE = 60.0
-
-
-def two_idle_pods_and_a_banked_key(stack: VirtualStack, profile: dict[str, str]) -> str:
-    """Two idle pods of a MinIdlePods 1 profile, and the key of a job one of them served: the warm pool
-    is full, so the key stays banked. Returns the key (as the simulated GoCD issued it)."""
-    first, second = schedule(stack, profile), schedule(stack, profile)
-    completed(stack, first), completed(stack, second)
-    third = completed(stack, schedule(stack, profile, duration=10))
-    stack.run_for(30)
-    [key] = stack.gocd.keys_issued_for(third.job_id)
-    assert len(stack.backend.keys) == 1, "the third job's key, banked: an idle pod served it"
-    return key
 
 
 def health(stack: VirtualStack, kind: str) -> list[str]:
@@ -58,29 +47,6 @@ def everything_shown(stack: VirtualStack, cluster: dict[str, str]) -> str:
     return "\n".join([*(m.message for m in stack.gocd.health_messages), *consoles, page, metrics])
 
 
-def refused_scenario(**cluster: str) -> tuple[VirtualStack, dict[str, str], str, str]:
-    """GoCD keeps keys 15 minutes, the cluster profile says 30 (the default): a key banked 18 minutes
-    earlier, and an older one, wait while two idle pods keep the warm pool (MinIdlePods 1) full; both
-    pods are evicted, and the warm pool takes the newest key. Returns the stack, the elastic profile, the
-    refused key and the refused pod, once GoCD has refused it."""
-    stack = virtual_stack(boot_delay=5, key_ttl_s=15 * MINUTE)
-    profile = reuse_profile(stack, MinIdlePods="1", IdleTimeout="60m")
-    if cluster:
-        stack.gocd.config.cluster_profiles = [stack.cluster_profile(**cluster)]
-    key = two_idle_pods_and_a_banked_key(stack, profile)
-    older = stack.gocd.issue_key(9001)  # a create-agent's key from a minute before: banked as such
-    stack.backend.keys.offer(older, stack.clock.now() - MINUTE)
-    stack.run_for(18 * MINUTE)
-    before = set(stack.pods_created)
-    for name in pod_names(stack):
-        stack.kubelet.evict(name)
-    stack.run_until(lambda: stack.gocd.refusals, 3 * MINUTE, "GoCD refusing the warm pod's key")
-    [refused] = stack.gocd.refusals
-    assert refused.key == key and refused.reason == EXPIRED_KEY
-    assert refused.pod_name not in before
-    return stack, profile, key, refused.pod_name
-
-
 def test_a_key_past_gocds_lifetime_is_read_refused_in_the_agents_log_and_its_pod_deleted_at_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -94,7 +60,7 @@ def test_a_key_past_gocds_lifetime_is_read_refused_in_the_agents_log_and_its_pod
     pings = stack.gocd.stats.pings_sent
     stack.run_until(lambda: pod not in pod_names(stack), 2 * MINUTE, "the refused pod deleted")
     assert stack.gocd.stats.pings_sent == pings + 1, "at the first ping after the refusal"
-    assert len(stack.backend.keys) == 0, "the older banked key went with the refused one"
+    assert len(stack.backend.keys) == 0, "the one banked key was used"
     [error] = health(stack, "error")
     assert pod in error and SETTING in error and PROPERTY in error and "30m" in error
     assert "-Dgocd.ephemeral.auto.register.key.expiry.millis=1800000" in error

@@ -1,5 +1,5 @@
 """Registration keys: GoCD's are single-use, so each goes into one pod, never two; the ones kept for the
-warm pool are used newest first and dropped before they expire."""
+warm pool are used oldest usable first and dropped before they expire."""
 
 from __future__ import annotations
 
@@ -19,14 +19,28 @@ def key_of(banked: HeldKey | None) -> str | None:
     return banked.key if banked is not None else None
 
 
-def test_the_newest_key_is_used_first_and_only_once_whatever_order_keys_come_in() -> None:
+def test_the_oldest_usable_key_is_used_first_and_only_once_whatever_order_keys_come_in() -> None:
     clock = ManualClock()
     keys = RegistrationKeys(clock)
     keys.offer("new", clock.now() + 1)
     keys.offer("old", clock.now())
-    assert key_of(keys.take()) == "new"
     assert key_of(keys.take()) == "old"
+    assert key_of(keys.take()) == "new"
     assert keys.take() is None
+
+
+def test_oldest_first_serves_both_pods_where_newest_first_serves_one() -> None:
+    """Keys at 0 and 10 minutes, used for 20 minutes each; pods wanted at 11 and 25 minutes: the first
+    pod takes the key of minute 0, which leaves the one of minute 10 for minute 25."""
+    clock = ManualClock()
+    keys = RegistrationKeys(clock, max_age_s=20 * 60)
+    keys.offer("minute-0", clock.now())
+    clock.advance(10 * 60)
+    keys.offer("minute-10", clock.now())
+    clock.advance(60)
+    assert key_of(keys.take(20 * 60)) == "minute-0"
+    clock.advance(14 * 60)
+    assert key_of(keys.take(20 * 60)) == "minute-10"
 
 
 def test_keys_past_their_age_are_never_used() -> None:

@@ -204,14 +204,16 @@ def test_max_jobs_per_pod_follows_the_period_in_force() -> None:
 
 
 def _warm_pool_at_eleven() -> tuple[VirtualStack, dict[str, str], str]:
-    """A stack at 23:00:00 whose 23:00 period wants 3 idle pods, with keys banked since 22:40."""
+    """A stack at 23:00:00 whose 23:00 period wants 3 idle pods, with keys banked since 22:45."""
     # Agents poll slowly, so create-agent reaches the backend before the idle pod takes the job, and its
     # unused key is banked (the schedule wants warm pods in some period, so keys are kept).
     stack = virtual_stack(boot_delay=5, get_work_delay_s=30, get_work_interval_s=30)
     cluster = stack.cluster_profile(idle_timeout="1h")
     warm = [{"periods": ["* 23 * * tue"], "MinIdlePods": 3}]
     profile = reuse_profile(stack, ReuseSchedule=text(warm))
-    stack.run_for(ELEVEN_PM - 20 * 60 - stack.clock.now())  # 22:40: keys live 25 minutes
+    # 22:45: a key is used for 20 minutes (30 less the 10 to register) after GoCD issued it, up to 110 s
+    # before its create-agent came (GoCD's queue)
+    stack.run_for(ELEVEN_PM - 15 * 60 - stack.clock.now())
     pod = run_to_idle(stack, schedule(stack, profile, cluster=cluster, name="first"))
     for n in range(3):
         completed(stack, schedule(stack, profile, cluster=cluster, name=f"served-{n}"))

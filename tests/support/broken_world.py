@@ -45,3 +45,18 @@ def broken_stack(faults: Faults | None = None) -> VirtualStack:
 
 def console(stack: VirtualStack, job: Job) -> str:
     return stack.gocd.job(job.job_id).console_text
+
+
+def restarting_pod(image: str) -> str:
+    """A pod template whose agent container the kubelet restarts (restartPolicy Always)."""
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-{{{{ POD_POSTFIX }}}}
+spec:
+  restartPolicy: Always
+  containers:
+    - name: agent
+      image: {image}
+"""

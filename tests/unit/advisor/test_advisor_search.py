@@ -130,3 +130,23 @@ def test_a_longer_timeout_is_run_while_its_bound_could_still_be_the_cheapest() -
     assert chosen == _exhaustive(results, 10.0) == ("IdleTimeout=20m MinIdlePods=0", "met")
     # MinIdlePods=1's 10m idles more than the best costs: 20m is not run.
     assert "IdleTimeout=20m MinIdlePods=1" not in run.ran
+
+
+def test_when_none_meets_any_target_the_search_recommends_the_knee_the_exhaustive_search_does() -> None:
+    # Wait falls steeply up to 5m of MinIdlePods=0, then buys a second or two for hundreds of idle
+    # pod-seconds: the knee (60 s of waiting per pod-hour) is 5m, not the costliest that waits least.
+    knee_shaped = _table(
+        {
+            "IdleTimeout=2m MinIdlePods=0": (26.0, 40.0, 100.0, 20.0),
+            "IdleTimeout=5m MinIdlePods=0": (20.0, 38.0, 200.0, 12.0),
+            "IdleTimeout=10m MinIdlePods=0": (19.5, 37.0, 500.0, 6.0),
+            "IdleTimeout=20m MinIdlePods=0": (19.0, 36.0, 900.0, 4.0),
+            "IdleTimeout=2m MinIdlePods=1": (22.0, 39.0, 400.0, 15.0),
+            "IdleTimeout=5m MinIdlePods=1": (19.8, 37.5, 600.0, 8.0),
+            "IdleTimeout=10m MinIdlePods=1": (18.5, 36.0, 1000.0, 5.0),
+            "IdleTimeout=20m MinIdlePods=1": (17.0, 35.0, 1500.0, 3.0),
+        }
+    )
+    chosen, run = _searched(knee_shaped, 10.0)
+    assert chosen == _exhaustive(knee_shaped, 10.0) == ("IdleTimeout=5m MinIdlePods=0", "missed")
+    assert sorted(run.ran) == sorted(knee_shaped), "the knee is taken over every candidate"

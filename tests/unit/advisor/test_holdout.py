@@ -49,6 +49,7 @@ def test_the_number_of_learning_days_can_be_set_and_zero_means_no_cut() -> None:
     assert len(two.learned) == 2 and len(two.judged) == 5 and two.at == 2 * DAY
     whole = split_trace(jobs, MONDAY, learn_days=0)
     assert not whole.split and whole.learning(jobs) == jobs and whole.at == 0.0
+    assert two.days_judged == 5.0 and whole.days_judged == 7.0, "not cut, every calendar day is judged"
     too_many = split_trace(jobs, MONDAY, learn_days=7)
     assert not too_many.split and "none of its 7 to judge" in too_many.describe(jobs)
 

@@ -177,13 +177,14 @@ def test_the_written_trace_loads_in_the_simulator_with_the_same_times_profiles_a
 
     jobs = load_trace(output)
 
-    # `at` relative to the earliest run (2026-11-18 08:00:00 UTC); the loader ignores `waited`, `built`.
+    # `at` relative to the earliest run (2026-11-18 08:00:00 UTC); `waited` is kept (the advisor's
+    # measured wait), `built` ignored.
     day = 86400
     assert jobs[:3] == [
-        TraceJob(0.0, "java", "prod", "api", 480.0, 54, "build", 1, "compile"),
+        TraceJob(0.0, "java", "prod", "api", 480.0, 54, "build", 1, "compile", waited=120.0),
         TraceJob(3 * day + 19 * 3600 + 15 * 60 + 0.25, "node", None, "web", 60.0, 11, "build", 1, "bundle",
-                 "Failed"),
-        TraceJob(5 * day + 6 * 3600, "java", "prod", "api", 140.0, 57, "build", 1, "compile"),
+                 "Failed", waited=2.0),
+        TraceJob(5 * day + 6 * 3600, "java", "prod", "api", 140.0, 57, "build", 1, "compile", waited=45.0),
     ]  # fmt: skip
     assert [(job.stage_counter, job.job_name) for job in jobs if job.pipeline_counter == 57] == [
         (1, "compile"),
