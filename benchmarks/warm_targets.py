@@ -198,7 +198,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    command = "python -m benchmarks.warm_targets " + shlex.join(argv if argv is not None else sys.argv[1:])
+    given = shlex.join(argv if argv is not None else sys.argv[1:])
+    command = f"python -m benchmarks.warm_targets {given}".strip()
     base = SimSettings(seed=args.seed, pending_pods_count=1000, start=DEFAULT_ORIGIN.timestamp())
     server = SERVERS["tuned"]
     settings = server.settings(base)
