@@ -21,7 +21,7 @@ pods a prediction wanted but had no key for, and hits (started ahead and given a
 were started for).
 
 The GoCD server (`--server`): GoCD's defaults (assignment tick 5 s, registration keys valid 30 minutes)
-or a tuned one (tick 1 s, keys 12 hours; docs/install.md, "A GoCD server tuned for reuse"), the cluster
+or a tuned one (tick 1 s, keys 24 hours; docs/install.md, "A GoCD server tuned for reuse"), the cluster
 profile's auto_register_key_expiry following it. The floor is a warm pool that never runs dry
 (IdleTimeout 24h, MinIdlePods 40 on every profile): no plugin does better on that server, since a job
 still waits for the tick and for an idle agent's next poll. Each row is also reported for Monday's first
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--server",
         choices=("default", "tuned", "both"),
         default="default",
-        help="GoCD's defaults (tick 5s, keys 30m), a tuned server (tick 1s, keys 12h), or both",
+        help=f"GoCD's defaults ({GOCD_DEFAULTS.describe()}), a tuned server ({TUNED.describe()}), or both",
     )
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)

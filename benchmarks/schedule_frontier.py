@@ -1,7 +1,7 @@
 """Predict with cheaper schedules: is there a setting on the pipeline week that meets the waits of
 prediction_compare's targets within its idle bound (flat IdleTimeout 10m's idle pod-seconds per job)?
 
-    python -m benchmarks.schedule_frontier                  # tuned server (tick 1 s, keys 12 h)
+    python -m benchmarks.schedule_frontier                  # tuned server (tick 1 s, keys 24 h)
     python -m benchmarks.schedule_frontier --server default
 
 prediction_compare runs Predict with one schedule (busy 60m with a warm pool at the median, else 10m),

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from elastic_agent.advisor.tuned_server import TUNED_KEY_LIFETIME_S, TUNED_TICK_S
 from elastic_agent.traces.workload import TraceError
-from profiles.quantities import parse_duration
+from profiles.quantities import format_duration, parse_duration
 from profiles.values import key_expiry
 
 HELP = (
@@ -105,13 +106,17 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
         help="the GoCD server's gocd.ephemeral.auto.register.key.expiry.millis as a duration, and the "
         "cluster profile's auto_register_key_expiry (default 30m, GoCD's)",
     )
+    tick, lifetime = format_duration(TUNED_TICK_S), format_duration(TUNED_KEY_LIFETIME_S)
     advise.add_argument(
-        "--tuned-tick", default="1s", help="the tuned server's assignment tick shown beside (default 1s)"
+        "--tuned-tick",
+        default=tick,
+        help=f"the tuned server's assignment tick shown beside (default {tick})",
     )
     advise.add_argument(
         "--tuned-key-lifetime",
-        default="12h",
-        help="the tuned server's key lifetime shown beside (default 12h)",
+        default=lifetime,
+        help=f"the tuned server's key lifetime shown beside (default {lifetime}; docs/install.md, \"A GoCD "
+        "server tuned for reuse\", says why)",
     )
     advise.add_argument(
         "--no-tuned", action="store_true", help="leave out the recommendations' figures on a tuned server"

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from elastic_agent.advisor.runner import Runner
+from elastic_agent.advisor.tuned_server import TUNED_KEY_LIFETIME_S, TUNED_TICK_S
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, simulate
 from elastic_agent.traces.measures import PolicyResult
@@ -46,7 +47,7 @@ class Server:
 
 
 GOCD_DEFAULTS = Server()
-TUNED = Server(assignment_tick_s=1.0, key_lifetime_s=12 * 3600.0)
+TUNED = Server(assignment_tick_s=TUNED_TICK_S, key_lifetime_s=TUNED_KEY_LIFETIME_S)
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,10 @@ class SimulatedGoCD(ServerSide, AgentSide):
         self._key_rng = random.Random(self.config.seed)
         config = self.config
         self._backoff = PollBackOff.of(
-            config.get_work_delay_s, config.get_work_multiplier, config.get_work_interval_s
+            config.get_work_delay_s,
+            config.get_work_multiplier,
+            config.get_work_interval_s,
+            waits_first=config.get_work_waits_first,
         )
         self._state_lock = threading.RLock()
         # GoCD assigns work under one server-wide lock: a slow should-assign-work delays every agent.
@@ -340,7 +343,8 @@ class SimulatedGoCD(ServerSide, AgentSide):
             if remote:
                 self.agent_heard(agent_id)
             else:
-                self._queue_poll(agent, now)  # an agent asks for work as soon as it is registered
+                # At once as it is registered (a step later on an agent before 25.4.0: PollBackOff)
+                self._queue_poll(agent, self._next_poll_time(agent, now, inclusive=True))
             return attempt
 
     def _registration_refusal(
@@ -659,14 +663,14 @@ class SimulatedGoCD(ServerSide, AgentSide):
         agent.agent_state, agent.build_state = AgentState.IDLE, BuildState.IDLE
         agent.running_job_id = None
         agent.jobs_run += 1
-        # The agent asks for work again at once, its back-off begun anew (`AgentWorkRetrievalScheduler`
-        # after `WorkAttempt.OK`). That poll is handled at the next step of this instant, after this
-        # job-completion reached the plugin. In GoCD the two race: `reportCompleted` posts the job's
-        # status on `JobStatusTopic`, whose listener sends job-completion, while the agent checks for an
-        # upgrade over HTTP (`AgentController.performWork`) before its next get-work; a plugin that hears
-        # the poll first says no, and the agent asks again 1 s later.
+        # The agent asks for work again at once, its back-off begun anew (`AgentWorkRetrievalScheduler` after
+        # `WorkAttempt.OK`; before GoCD 25.4.0 it waited a step first: PollBackOff). That poll is handled at
+        # the next step of this instant, after this job-completion reached the plugin. In GoCD the two race:
+        # `reportCompleted` posts the job's status on `JobStatusTopic`, whose listener sends job-completion,
+        # while the agent checks for an upgrade over HTTP (`AgentController.performWork`) before its next
+        # get-work; a plugin that hears the poll first says no, and the agent asks again 1 s later.
         agent.backoff_since = now
-        self._queue_poll(agent, now)
+        self._queue_poll(agent, self._next_poll_time(agent, now, inclusive=True))
         self._finish_assignment(job.job_id, now)
         return wire.job_completion_body(agent.agent_id, *job.profiles(), job.identifier())
 

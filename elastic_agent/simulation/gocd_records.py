@@ -221,6 +221,9 @@ class GoCDConfig:
     get_work_delay_s: float = 1.0  # agent.get.work.delay
     get_work_multiplier: float = 1.5  # agent.get.work.backOffMultiplier
     get_work_interval_s: float = 10.0  # agent.get.work.interval
+    # True: agents of GoCD 23.1.0 to 25.3.0, which slept a step before every get-work, even the one after
+    # a job; False: 25.4.0 and later, which ask at once after a job (gocd_timing.PollBackOff).
+    get_work_waits_first: bool = False
     ping_interval_s: float = 60.0
     lost_contact_after_s: float = 300.0
     immediate_lost_contact: bool = False

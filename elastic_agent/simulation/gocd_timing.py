@@ -53,33 +53,46 @@ class TimedQueue(Generic[Subject]):
 class PollBackOff:
     """When an idle agent asks the server for work, as gocd/gocd's agent does it.
 
-    `AgentWorkRetrievalScheduler.run` (agent/src/main/java/com/thoughtworks/go/agent) loops: get work;
-    if the attempt was a job (`WorkAttempt.OK`: `BuildWork`, whatever its result) it restarts its
-    `BackOffExecution` and asks again at once; otherwise (`NOTHING_TO_DO`: no work or denied work;
-    `FAILED`: unregistered, or an exception) it sleeps the execution's `nextBackOff()` and asks again,
-    the back-off going on growing. The first get-work comes at once: the loop starts with it, and the
-    registration before it (`SslInfrastructureService.registerIfNecessary`) returns only once registered.
-    The back-off is Spring's `ExponentialBackOff` (spring-core 4.3.30, gocd/gocd build.gradle; wired in
+    The loop modelled is GoCD 25.4.0's and later's (gocd/gocd commit 5ff027acc5: "Don't back-off after
+    successfully completing work"). `AgentWorkRetrievalScheduler.run`
+    (agent/src/main/java/com/thoughtworks/go/agent) loops: get work; if the attempt was a job
+    (`WorkAttempt.OK`: `BuildWork`, whatever its result) it restarts its `BackOffExecution` and asks again at
+    once; otherwise (`NOTHING_TO_DO`: no work or denied work; `FAILED`: unregistered, or an exception) it
+    sleeps the execution's `nextBackOff()` and asks again, the back-off going on growing. The first get-work
+    comes at once: the loop starts with it, and the registration before it
+    (`SslInfrastructureService.registerIfNecessary`) returns only once registered. The back-off is Spring's
+    `ExponentialBackOff` (spring-core 4.3.30, gocd/gocd build.gradle; wired in
     agent/src/main/resources/applicationContext.xml from agent.properties: `agent.get.work.delay` 1000 ms
     initial, `agent.get.work.backOffMultiplier` 1.5, `agent.get.work.interval` 10000 ms at most). Its
-    execution works in whole milliseconds: the first delay is min(initial, max), each next one
-    `(long) (previous * multiplier)` capped at max (so 1000, 1500, 2250, 3375, 5062, 7593, 10000, 10000
-    ... ms). No jitter (Spring's `jitter` came in 7.0, and is 0 by default there too), and the default
-    maximum elapsed time is unlimited, so it never stops. Any setting is a system property first
+    execution works in whole milliseconds: the first delay is min(initial, max), each next one `(long)
+    (previous * multiplier)` capped at max (so 1000, 1500, 2250, 3375, 5062, 7593, 10000, 10000 ... ms). No
+    jitter (Spring's `jitter` came in 7.0, and is 0 by default there too), and the default maximum elapsed
+    time is unlimited, so it never stops. Any setting is a system property first
     (`systemPropertiesMode` 2 in that file).
 
     So an agent's polls are a pure function of the instant its back-off last began (`since`: its
     registration, or the end of its last job): since + 0, + 1, + 2.5, + 4.75, ... s, then every 10 s. Any
     poll time is computed without replaying the polls before it, and skipping the polls that would ask
     nothing (gocd_inprocess.py) cannot move the later ones. The time an agent spends in the get-work request
-    itself is not added (the model's polls take no virtual time)."""
+    itself is not added (the model's polls take no virtual time).
+
+    `waits_first` is the loop of GoCD 23.1.0 to 25.3.0 (from commit 2fc317a23f, which brought the
+    back-off): it slept the execution's `nextBackOff()` before every get-work and restarted the execution
+    after a job, so an agent waited one back-off step, the initial delay, before its first get-work and
+    before the one after each job: polls at since + 1, + 2.5, + 4.75, ... s. Older agents polled on a
+    fixed `agent.get.work.interval` after a once-off `agent.get.work.delay` (get_work_delay_s =
+    get_work_interval_s, with `waits_first`, comes closest)."""
 
     offsets_s: tuple[float, ...]  # from `since`, the polls before the delays reach the maximum
     max_s: float
 
     @classmethod
-    def of(cls, delay_s: float, multiplier: float, interval_s: float) -> PollBackOff:
-        """`agent.get.work.delay`, `agent.get.work.backOffMultiplier`, `agent.get.work.interval`."""
+    def of(
+        cls, delay_s: float, multiplier: float, interval_s: float, *, waits_first: bool = False
+    ) -> PollBackOff:
+        """`agent.get.work.delay`, `agent.get.work.backOffMultiplier`, `agent.get.work.interval`, and
+        whether the agent sleeps a step before each get-work (GoCD before 25.4.0) or after one without a
+        job."""
         delay_ms, max_ms = round(delay_s * 1000), round(interval_s * 1000)
         if delay_ms < 1 or max_ms < 1:
             raise ValueError(
@@ -96,6 +109,8 @@ class PollBackOff:
                 break
             delay = grown
         offsets_ms.append(offsets_ms[-1] + delay)
+        if waits_first:  # the same sleeps, each before its get-work: no poll at `since` itself
+            offsets_ms.pop(0)
         return cls(tuple(ms / 1000 for ms in offsets_ms), delay / 1000)
 
     def delays_s(self, count: int) -> list[float]:

@@ -46,6 +46,7 @@ class SimSettings:
     get_work_delay_s: float = 1.0
     get_work_multiplier: float = 1.5
     get_work_interval_s: float = 10.0
+    get_work_waits_first: bool = False  # True: GoCD 23.1.0 to 25.3.0's agents (GoCDConfig's)
     resend_s: float = 120.0  # GoCD's jobStarvationTimeout: create-agent re-sent to a waiting job
     ping_s: float = 60.0
     # The GoCD server's two settings that bound reuse (docs/install.md, "A GoCD server tuned for reuse"):
@@ -69,8 +70,11 @@ class SimSettings:
 
     def polling(self) -> str:
         """How idle agents ask for work, in words for reports."""
+        first = f"at once after a job, then after {self.get_work_delay_s:g} s"
+        if self.get_work_waits_first:
+            first = f"{self.get_work_delay_s:g} s after a job (agents before GoCD 25.4.0)"
         return (
-            f"idle agents ask for work at once after a job, then after {self.get_work_delay_s:g} s, "
+            f"idle agents ask for work {first}, "
             f"{self.get_work_multiplier:g}x longer each time up to {self.get_work_interval_s:g} s"
         )
 
@@ -81,6 +85,7 @@ class SimSettings:
             get_work_delay_s=self.get_work_delay_s,
             get_work_multiplier=self.get_work_multiplier,
             get_work_interval_s=self.get_work_interval_s,
+            get_work_waits_first=self.get_work_waits_first,
             ping_interval_s=self.ping_s,
             key_ttl_s=self.key_lifetime_s,
             seed=self.seed,

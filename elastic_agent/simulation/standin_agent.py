@@ -6,17 +6,19 @@ those that gocd/docker-gocd-agent's docker-entrypoint.sh writes into config/auto
 registers once with its single-use key, pings, asks for work, runs each job, reports it, and asks for the
 next while the pod is reused. It never exits after a job. Modelled on gocd/gocd's agent:
 `SslInfrastructureService.register` with `TokenRequester.getToken` (GET /admin/agent/token, then POST
-/admin/agent, retried every 5 s while refused: a refused key stays refused, so such an agent never gets
-work), `AgentHTTPClientController` (get_cookie before the first get_work; ping on its own schedule),
-`AgentWorkRetrievalScheduler` (the first get-work at once after registering; after a job, whatever its
-result, ask again at once and begin the back-off anew; after no work or a failed attempt, wait the next
-back-off: Spring's `ExponentialBackOff` from `agent.get.work.delay` 1 s, times
+/admin/agent, retried every 5 s while refused: a refused key stays refused, so such an agent never gets work),
+`AgentHTTPClientController` (get_cookie before the first get_work; ping on its own schedule),
+`AgentWorkRetrievalScheduler.run` as in GoCD 25.4.0 and later (the first get-work at once after registering;
+after a job, whatever its result, ask again at once and begin the back-off anew; after no work or a failed
+attempt, wait the next back-off: Spring's `ExponentialBackOff` from `agent.get.work.delay` 1 s, times
 `agent.get.work.backOffMultiplier` 1.5 in whole milliseconds, up to `agent.get.work.interval` 10 s, with no
-jitter: 1, 1.5, 2.25, 3.375, 5.062, 7.593, then 10 s; `WorkBackOff`), `agent.ping.interval` 5 s after an
-initial 1.5 s, and `RemotingClient` (POST /remoting/api/agent/<action>, headers X-Agent-GUID and
-Authorization). A job is reported as `BuildWork.doWork` does: Preparing, Building, completing, then
-completed with Passed or Failed, unless `is_ignored` says the server cancelled or rescheduled it; a ping
-answered CANCEL (the server no longer has the agent building) ends the job's tasks at once.
+jitter: 1, 1.5, 2.25, 3.375, 5.062, 7.593, then 10 s; `WorkBackOff`; STANDIN_WORK_WAITS_FIRST=true gives the
+loop of GoCD 23.1.0 to 25.3.0, which slept the next back-off before every get-work, so one step before the
+first and after each job), `agent.ping.interval` 5 s after an initial 1.5 s, and `RemotingClient` (POST
+/remoting/api/agent/<action>, headers X-Agent-GUID and Authorization). A job is reported as `BuildWork.doWork`
+does: Preparing, Building, completing, then completed with Passed or Failed, unless `is_ignored` says the
+server cancelled or rescheduled it; a ping answered CANCEL (the server no longer has the agent building) ends
+the job's tasks at once.
 
 It runs in the agent image with Debian's python3 and nothing else, so it imports only the standard library,
 and nothing of this project. STANDIN_SERVER_URL, when set, is where it reaches the server instead of
@@ -81,6 +83,7 @@ class Settings:
     work_multiplier: float
     work_interval_s: float
     register_retry_s: float
+    work_waits_first: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str]) -> Settings:
@@ -95,6 +98,7 @@ class Settings:
             work_multiplier=float(env.get("STANDIN_WORK_MULTIPLIER", "1.5")),
             work_interval_s=float(env.get("STANDIN_WORK_INTERVAL_S", "10")),
             register_retry_s=float(env.get("STANDIN_REGISTER_RETRY_S", "5")),
+            work_waits_first=env.get("STANDIN_WORK_WAITS_FIRST", "false").lower() == "true",
         )
 
 
@@ -238,6 +242,8 @@ class Agent:
         settings = self.settings
         backoff = WorkBackOff(settings.work_delay_s, settings.work_multiplier, settings.work_interval_s)
         while not self.stop.is_set():
+            if settings.work_waits_first and self.stop.wait(backoff.next_s()):
+                break
             try:
                 if self.cookie is None:
                     self.cookie = str(self.remoting("get_cookie", "GetCookieRequest"))
@@ -252,7 +258,8 @@ class Agent:
                     log(f"job failed to run or report: {type(error).__name__}: {error}")
                 backoff.restart()  # after a job, ask again at once (`BuildWork` swallows its failures)
                 continue
-            self.stop.wait(backoff.next_s())
+            if not settings.work_waits_first:
+                self.stop.wait(backoff.next_s())
 
     def run(self) -> None:
         """Register, then ping and work until stopped."""

@@ -1,7 +1,8 @@
 """When an idle agent asks for work, in the simulated GoCD server and in the stand-in agent: gocd/gocd's
 `AgentWorkRetrievalScheduler` with Spring's `ExponentialBackOff` from agent.properties (the first
 get-work at once, then 1 s, growing 1.5x in whole milliseconds, up to 10 s; begun anew only after a
-job, never after a poll without work)."""
+job, never after a poll without work), and the loop of agents before GoCD 25.4.0, which slept one step
+before every get-work, the one after a job included."""
 
 from __future__ import annotations
 
@@ -151,3 +152,64 @@ def test_a_standin_back_off_that_cannot_grow_stops_the_agent_with_a_sentence(
     monkeypatch.setenv("STANDIN_WORK_MULTIPLIER", "0.5")
     assert main() == 2
     assert "work back-off needs" in capsys.readouterr().err
+
+
+def _polls_around_a_job(model: type[SimulatedGoCD], waits_first: bool) -> tuple[list[float], list[float]]:
+    """An agent registered at START + 5 runs one 100-s job, then finds nothing to do: its polls from its
+    registration until the job, and from the job's end on."""
+    clock, plugin = ManualClock(START), ScriptedPlugin()
+    gocd = model(clock, plugin, GoCDConfig(get_work_waits_first=waits_first))
+    if isinstance(gocd, InProcessGoCD):
+        gocd.allow_skipping(True)
+    first = schedule(gocd, "first", duration_s=100.0)
+    schedule(gocd, "refused")
+    plugin.assign = lambda body: body["job_identifier"]["job_id"] == first.job_id
+    gocd.advance_to(START + 5)
+    registered = poll_times(plugin, clock, "pod-1")
+    gocd.agent_started("pod-1", agent_env(key_for(plugin, first.job_id), "pod-1"))
+    gocd.advance_to(START + 10)
+    assigned = gocd.job(first.job_id).assigned_at
+    assert assigned is not None
+    after = poll_times(plugin, clock, "pod-1")
+    gocd.advance_to(assigned + 100 + 30)
+    assert gocd.job(first.job_id).state is JobState.COMPLETED
+    return registered, [at - (assigned + 100) for at in after]
+
+
+@pytest.mark.parametrize("model", [SimulatedGoCD, InProcessGoCD])
+def test_a_current_agent_asks_at_once_after_a_job_and_one_before_gocd_25_4_a_step_later(
+    model: type[SimulatedGoCD],
+) -> None:
+    """GoCD 25.4.0 (gocd/gocd 5ff027acc5) moved the back-off's sleep after a get-work without a job;
+    before, from 23.1.0, `AgentWorkRetrievalScheduler.run` slept `nextBackOff()` before every get-work,
+    so a freshly started back-off cost one initial delay after registering and after each job."""
+    registered_now, after_job_now = _polls_around_a_job(model, waits_first=False)
+    registered_old, after_job_old = _polls_around_a_job(model, waits_first=True)
+
+    assert registered_now[0] == START + 5 and registered_old[0] == START + 6, "registered at START + 5"
+    assert after_job_now[:3] == [0.0, 1.0, 2.5], "at once, then the back-off from its start"
+    assert after_job_old[:3] == [1.0, 2.5, 4.75], "the same sleeps, each before its get-work"
+
+
+def test_a_standin_agent_told_it_is_older_sleeps_before_each_get_work() -> None:
+    """The stand-in's STANDIN_WORK_WAITS_FIRST loop: the same back-off, each sleep before its attempt, so
+    a job is followed by the initial delay rather than an attempt at once."""
+    answers: list[Any] = [None, None, "BuildWork", None]
+    stop = CountedStop(waits=5)
+    env = {"GO_EA_SERVER_URL": "http://gocd.example.test/go", "STANDIN_WORK_WAITS_FIRST": "true"}
+    agent = Agent(Settings.from_env(env), stop)
+    attempts: list[float] = []
+
+    def remoting(action: str, request_type: str, status: str = "Idle", **members: Any) -> Any:
+        if action == "get_cookie":
+            return "cookie"
+        attempts.append(len(stop.waited))
+        answer = answers.pop(0)
+        return {"type": "BuildWork", "assignment": {}} if answer == "BuildWork" else answer
+
+    agent.remoting = remoting  # type: ignore[method-assign]
+    agent.run_job = lambda assignment: None  # type: ignore[method-assign]
+    agent.work_loop()
+
+    assert stop.waited == [1.0, 1.5, 2.25, 1.0, 1.5], "the job restarted the back-off at its first step"
+    assert attempts == [1, 2, 3, 4], "every attempt, the one after the job included, came after a sleep"
