@@ -102,7 +102,8 @@ def test_step_4s_commands_work_in_the_order_written_and_install_your_image(tmp_p
         installed |= yaml.safe_load(text)
     images = {container["image"] for key in ("initContainers", "sidecarContainers")
               for container in installed["server"][key]}  # type: ignore[index]  # fmt: skip
-    assert images == {"REGISTRY/gocd-kubernetes-reuse-elastic-agent:0.1.0"}, "step 1's, not the placeholder"
+    assert PLACEHOLDER_IMAGE not in images
+    assert images == {"REGISTRY/gocd-kubernetes-reuse-elastic-agent:0.1.0"}, "the image of step 1"
     if way == "merge":
         extra = installed["server"]["env"]["extraEnvVars"]  # type: ignore[index]
         env_names = {entry["name"] for entry in extra}
