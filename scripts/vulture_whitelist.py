@@ -8,6 +8,7 @@ _ = object()
 pool_state, state_for, age, job_relation, meaning, synced, next_try, fires
 schedulable, operating_system, architecture, kernel_version  # the cluster report's nodes (_nodes.html)
 _.total
+mean_wait, p95_wait, idle_hours  # "what reuse saved" (_savings.html)
 
 # Set on the kubernetes client's Configuration, read by the client.
 _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook

@@ -43,7 +43,9 @@ from elastic_agent.pool.intents import (
     Wait,
 )
 from elastic_agent.pool.key_lifetime import take_key
+from elastic_agent.pool.ledger import ReuseLedger
 from elastic_agent.pool.pods import build_pod
+from elastic_agent.pool.records import PodState
 from elastic_agent.pool.state import PoolState
 from elastic_agent.pool.writer import StateWriter
 
@@ -62,23 +64,29 @@ class Applier:
         self.state = state
         self.writer = writer  # replaced with the port when credentials change (ClusterPool.replace_port)
         self._narrator = narrator
+        self.ledger = ReuseLedger()  # what reuse did, for the status report (ledger.py); has its own lock
 
     def commit(self, plan: Plan, now: float) -> None:
         """The in-memory intents, with the pool's lock held by the caller."""
         state = self.state
         for intent in plan.intents:
             if isinstance(intent, Mark):
+                self._note_idle_end(intent, now)
                 state.commit_mark(intent.pod, intent.annotations, intent.labels)
                 self.writer.enqueue(intent.pod)
             elif isinstance(intent, Assign):
+                self.ledger.served(intent.job_id, intent.fingerprint, now)
                 state.commit_assignment(intent.pod, intent.job_id, intent.fingerprint, now)
             elif isinstance(intent, Release):
                 state.commit_release(intent.pod)
             elif isinstance(intent, Reserve):
                 state.commit_reservation(intent.token, intent.fingerprint)
             elif isinstance(intent, Wait):
+                self.ledger.asked(intent.job.job_id, now)
                 state.commit_wait(intent, now)
             elif isinstance(intent, Create) and intent.job is not None and intent.key is not None:
+                if intent.for_request:  # one pod per job: the create-agent that makes its pod
+                    self.ledger.asked(intent.job.job_id, now)
                 state.book.key_used(intent.spec.fingerprint, intent.job.job_id, intent.key)
             elif isinstance(intent, Supersede):
                 state.book.supersede(intent.fingerprint)
@@ -94,6 +102,15 @@ class Applier:
                 state.key_lifetime.registered(intent.age_s, state.settings)
             elif isinstance(intent, KeysShort):
                 state.shortages.note(intent.source, intent.pods, now)
+
+    def _note_idle_end(self, mark: Mark, now: float) -> None:
+        """A mark that takes an idle pod out of idle (busy, retiring) ends its idle time, for the ledger."""
+        new_state = mark.annotations.get(labels.ANN_STATE)
+        if new_state is None or new_state == PodState.IDLE.value:
+            return
+        record = self.state.record(mark.pod)
+        if record is not None and record.state == PodState.IDLE and record.fingerprint:
+            self.ledger.idled(record.fingerprint, record.state_since, now)
 
     def carry_out(self, plan: Plan, gocd: GoCDServer | None) -> Done:
         """The calls, in plan order. A `for_request` creation that fails raises (after its reservation is
@@ -112,6 +129,7 @@ class Applier:
                 else:
                     done.created.append(name)
                     done.made[name] = intent
+                    self.ledger.started(intent.spec.fingerprint, self.state.clock.now())
                     if not intent.for_request:
                         background.append(intent.said.format(pod=name))
             elif isinstance(intent, Retire):

@@ -16,13 +16,15 @@ a rule (`_RULES`), chosen by what the plugin needs of it:
 - `rbac.*` and `serviceAccount.*` are always yours (the plugin's file no longer sets them; an older copy
   did): the chart's ClusterRole is the official plugin's, and a renamed account is deleted by Helm with
   what was bound to it. The account the server pod will run as is computed as the chart does, and when
-  it is not the one docker/kubernetes/rbac/rolebinding.yaml names, what to change is printed.
+  it is not the one the bindings of docker/kubernetes/rbac and rbac-nodes name, what to change is printed.
 - `server.shouldPreconfigure: false` of yours is kept (the profiles are then made by hand).
 - `server.preconfigureCommand`: a command of your own is a conflict (the chart runs one postStart
   command); the chart's default script, or an earlier version of the plugin's, is replaced.
 - `server.terminationGracePeriodSeconds` of yours is kept when it leaves the backend the time it needs
-  to stop; a shorter one is a conflict.
+  to stop, compared as the chart renders it (`"120"` is 120); a shorter one is a conflict.
 - the pod's `kubectl.kubernetes.io/default-container` annotation of yours is kept.
+- the plugin's own containers keep your args, env and resources (helm_containers.py), and without
+  persistence the jar goes into an emptyDir at `/godata` rather than the chart's volume that is not there.
 A conflict stops the command: nothing is written, each conflict is listed with what it means, and
 `--take-ours` takes the plugin's value for each instead. Every other key is the plugin's where it sets
 one (as Helm does), and printed when that changes yours.
@@ -43,6 +45,13 @@ from typing import Any
 
 import yaml
 
+from elastic_agent.service.helm_containers import (
+    CONTAINER_LISTS,
+    helm_true,
+    merge_container,
+    place_the_jar,
+)
+
 HELP = "merge your values for the GoCD Helm chart with this plugin's (lists of named entries by name)"
 DESCRIPTION = __doc__.split("\n\n")[0] if __doc__ else HELP
 EPILOG = (
@@ -57,7 +66,9 @@ CHART_PRECONFIGURE = ["/bin/bash", "/preconfigure_server.sh"]  # gocd/values.yam
 PLUGIN_PRECONFIGURE_MARK = "kubernetes-reuse-preconfigure"  # in every version of the plugin's command
 # The backend exits within 9 s of SIGTERM (docs/operations.md, "Stopping it, and what a restart loses").
 BACKEND_STOP_S = 10
-BOUND_ACCOUNT = "gocd"  # the subject of docker/kubernetes/rbac/rolebinding.yaml
+BOUND_ACCOUNT = "gocd"  # the subject of both bindings below
+BINDINGS = ("docker/kubernetes/rbac/rolebinding.yaml", "docker/kubernetes/rbac-nodes/clusterrolebinding.yaml")
+KUBERNETES_GRACE_S = 30  # a pod's terminationGracePeriodSeconds when the field is left out
 # gocd/values.yaml of chart 2.18.0: entries a values file's list of the same key replaces.
 CHART_DEFAULT_ENTRIES = {
     "server.env.extraEnvVars": {
@@ -143,7 +154,9 @@ class _Merger:
         kept = []
         for entry in yours:
             new = replaced.pop(entry["name"], entry)
-            if new != entry:
+            if new != entry and path in CONTAINER_LISTS:
+                new = self.plugin_container(path, entry, new)
+            elif new != entry:
                 self.result.changed.append(f"replaced {path}: {entry['name']} (yours differed)")
             kept.append(new)
         added = [entry for entry in ours if entry["name"] in replaced]
@@ -154,6 +167,26 @@ class _Merger:
                     self.result.changed.append(f"dropped the chart's default {path} entry {name} (a list in "
                                                f"your values replaces the chart's): {meaning}")  # fmt: skip
         return kept + added
+
+
+    def plugin_container(self, path: str, yours: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+        """The plugin's container over yours of the same name, your tuning kept (helm_containers.py)."""
+        done = merge_container(yours, ours)
+        at = f"{path}[{ours['name']}]"
+        if done.conflicts and not self.take_ours:
+            self.result.conflicts += [f"{at}.{conflict}: the plugin's args changed; add your own to the "
+                                      "args in values-gocd.yaml, or pass --take-ours to take the plugin's"
+                                      for conflict in done.conflicts]  # fmt: skip
+            return yours
+        if done.conflicts:
+            taken = json.dumps(ours.get("args"))
+            self.result.changed.append(f"replaced yours {at}.args (--take-ours): {taken}")
+        self.result.kept += [f"kept yours {at}.{what}" for what in done.kept]
+        if done.replaced:
+            keys = ", ".join(sorted(done.replaced))
+            self.result.changed.append(f"replaced {path}: {ours['name']}'s {keys} (yours differed: the "
+                                       "plugin's make the container work)")  # fmt: skip
+        return done.container
 
 
 def _left_to_you(merger: _Merger, path: str, yours: Any, ours: Any) -> Any:
@@ -192,11 +225,33 @@ def _preconfigure_command(merger: _Merger, path: str, yours: Any, ours: Any) -> 
         "values-gocd.yaml and make the profiles by hand (docs/install.md, step 6)"))  # fmt: skip
 
 
+def rendered_seconds(value: Any) -> int | None:
+    """A grace period as the pod gets it: the chart writes `{{ .Values.server.terminationGracePeriodSeconds
+    }}` unquoted, under an `if` (gocd/templates/gocd-server-deployment.yaml of chart 2.18.0, lines
+    157-159), so `"120"` becomes 120; a false value (`0`, `""`, `null`) leaves the field out and Kubernetes
+    gives `KUBERNETES_GRACE_S`. None: not a whole number of seconds, which the API server refuses."""
+    if not helm_true(value):
+        return KUBERNETES_GRACE_S
+    if isinstance(value, (bool, list, dict)):
+        return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, int) else None
+
+
 def _grace_period(merger: _Merger, path: str, yours: Any, ours: Any) -> Any:
     if yours is _ABSENT or yours == ours:
         return merger.plain(path, yours, ours)
-    if isinstance(yours, int) and not isinstance(yours, bool) and yours >= BACKEND_STOP_S:
-        merger.keep(path, f"{yours} (the backend needs {BACKEND_STOP_S} s to stop; the plugin's values give "
+    seconds = rendered_seconds(yours)
+    if seconds is not None and seconds >= BACKEND_STOP_S:
+        shown = _show(yours) if seconds == yours else f"{_show(yours)}, which the chart renders as {seconds}"
+        merger.keep(path, f"{shown} (the backend needs {BACKEND_STOP_S} s to stop; the plugin's values give "
                     f"GoCD {ours})")  # fmt: skip
         return yours
     return merger.conflict(path, yours, ours, (
@@ -245,14 +300,17 @@ def merge(yours: dict[str, Any], plugin: dict[str, Any], take_ours: bool = False
     server = yours.get("server")
     preconfigure_on = not isinstance(server, dict) or server.get("shouldPreconfigure", True) is not False
     merger = _Merger(take_ours, preconfigure_on)
+    yours, plugin, removed, adapted = place_the_jar(yours, plugin)
     merger.result.values = merger.merge("", yours, plugin)
+    merger.result.changed += removed
+    merger.result.notes += [adapted] if adapted else []
     account, why = service_account(merger.result.values, release)
     if account != BOUND_ACCOUNT:
         merger.result.notes.append(
-            f"the GoCD server pod runs as ServiceAccount {account} ({why}), and "
-            "docker/kubernetes/rbac/rolebinding.yaml binds the backend's Role to "
-            f"{BOUND_ACCOUNT}: set the name of its subject to {account}, then `kubectl apply -k "
-            "docker/kubernetes/rbac` (docs/install.md, step 2)")  # fmt: skip
+            f"the GoCD server pod runs as ServiceAccount {account} ({why}), and {BINDINGS[0]} (the "
+            f"backend's Role) and {BINDINGS[1]} (the optional nodes ClusterRole) bind {BOUND_ACCOUNT}: set "
+            f"the name of the subject of both to {account}, then `kubectl apply -k docker/kubernetes/rbac` "
+            "and, if you use it, `kubectl apply -k docker/kubernetes/rbac-nodes` (docs/install.md, step 2)")
     return merger.result
 
 

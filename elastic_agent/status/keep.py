@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from elastic_agent.pool.broken_pods import clock_time
 from elastic_agent.pool.records import PodRecord, PodState
+from elastic_agent.status.words import counted
 from profiles.cluster import ClusterProfile
 from profiles.quantities import format_duration
 from profiles.schedule import Knobs
@@ -31,7 +32,8 @@ def _until(at: float) -> str:
 def _after_its_job(record: PodRecord, knobs: Knobs, settings: ClusterProfile, now: float) -> str | None:
     """What job-completion will decide for a busy pod of a reusable profile, as far as the pod tells."""
     if knobs.max_jobs_per_pod and record.jobs_run + 1 >= knobs.max_jobs_per_pod:
-        return f"it will have run {record.jobs_run + 1} jobs (MaxJobsPerPod {knobs.max_jobs_per_pod})"
+        will = counted(record.jobs_run + 1, "job")
+        return f"it will have run {will} (MaxJobsPerPod {knobs.max_jobs_per_pod})"
     lifetime = settings.max_pod_lifetime
     if lifetime and now - record.created_at >= lifetime:
         return f"it is older than max_pod_lifetime ({format_duration(lifetime)})"
@@ -75,7 +77,8 @@ def _idle(record: PodRecord, knobs: Knobs, settings: ClusterProfile, now: float)
         return Keeping("kept", f"Waiting for the job it was started for; it goes at {_until(deadline)} if "
                                "that job never comes to it (cancelled).")  # fmt: skip
     if knobs.max_jobs_per_pod and record.jobs_run >= knobs.max_jobs_per_pod:
-        return Keeping("goes", f"It ran {record.jobs_run} jobs (MaxJobsPerPod {knobs.max_jobs_per_pod}): "
+        ran = counted(record.jobs_run, "job")
+        return Keeping("goes", f"It ran {ran} (MaxJobsPerPod {knobs.max_jobs_per_pod}): "
                                "the next server ping removes it.")  # fmt: skip
     lifetime = settings.max_pod_lifetime
     if lifetime and now - record.created_at >= lifetime:

@@ -28,6 +28,9 @@ from elastic_agent.redaction import redact
 from elastic_agent.status.holds import HeldRow, held_rows
 from elastic_agent.status.keys import KeysSummary, keys_summary
 from elastic_agent.status.nodes import node_section
+from elastic_agent.status.per_profile import ProfileCounts, profile_counts
+from elastic_agent.status.savings import savings
+from elastic_agent.status.words import counted, noun
 from profiles.fingerprint import label_form
 from profiles.quantities import format_duration
 from profiles.values import safe_url
@@ -38,6 +41,8 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+templates.filters["counted"] = counted
+templates.filters["noun"] = noun
 
 # The order states are counted and listed in; "failed" is shown for a failed or evicted pod that the
 # next server ping has not retired yet.
@@ -108,7 +113,7 @@ class PodRow:
     reuse: bool = False
     created: str = ""
     state_since: str = ""
-    profile: str = ""  # short reuse fingerprint: pods with the same one are interchangeable
+    profile: str = ""  # the fingerprint's label form: pods with the same one are interchangeable
 
 
 def row_of(record: PodRecord, view: PodView | None, now: float) -> PodRow:
@@ -157,7 +162,7 @@ def row_of(record: PodRecord, view: PodView | None, now: float) -> PodRow:
         reuse=record.reuse,
         created=timestamp(record.created_at),
         state_since=timestamp(record.state_since),
-        profile=label_form(record.fingerprint)[3:11] if record.reuse and record.fingerprint else "",
+        profile=label_form(record.fingerprint) if record.fingerprint else "",
     )
 
 
@@ -263,6 +268,7 @@ class ClusterSummary:
     schedules: list[ScheduleRow] = field(default_factory=list)
     held: list[HeldRow] = field(default_factory=list)  # profiles whose pods are broken
     keys: KeysSummary | None = None  # registration keys: how long, how many, who lacks them
+    profiles: list[ProfileCounts] = field(default_factory=list)  # pods per profile and state
 
     @property
     def total(self) -> int:
@@ -274,6 +280,7 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
     counts = dict.fromkeys(STATES, 0)
     for row in rows:
         counts[row.state] += 1
+    waiting = pool.waiting_jobs()
     return ClusterSummary(
         url=cluster_url(pool.settings.kubernetes_cluster_url),
         namespace=pool.settings.namespace,
@@ -282,10 +289,11 @@ def cluster_summary(pool: ClusterPool, clock: Clock) -> ClusterSummary:
         rows=rows,
         counts=counts,
         settings=_settings(pool),
-        waiting=sum(pool.waiting_jobs().values()),
+        waiting=sum(waiting.values()),
         schedules=schedule_rows(pool, clock),
         held=held_rows(pool, clock),
         keys=keys_summary(pool, clock),
+        profiles=profile_counts(((row.profile, row.reuse, row.state) for row in rows), waiting, STATES),
     )
 
 
@@ -313,5 +321,8 @@ def render_cluster_status(pool: ClusterPool | None, clock: Clock) -> str:
     cluster = cluster_summary(pool, clock) if pool else None
     nodes = node_section(pool.port, (row.node for row in cluster.rows)) if pool and cluster else None
     return templates.get_template("cluster_status.html").render(
-        cluster=cluster, nodes=nodes, generated=timestamp(clock.now())
+        cluster=cluster,
+        nodes=nodes,
+        saved=savings(pool, clock) if pool else None,
+        generated=timestamp(clock.now()),
     )

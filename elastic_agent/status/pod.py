@@ -55,7 +55,8 @@ class ContainerRow:
     restarts: int
     state: str  # "Running since ...", "Waiting: ImagePullBackOff (...)", "Terminated: Error, exit code 1"
     last_state: str  # how its previous run ended, or ""
-    command: str  # command and args, shell-quoted; "" for the image's own entrypoint
+    command: str  # the command, shell-quoted: "" runs the image's ENTRYPOINT
+    args: str = ""  # the args, shell-quoted: "" gives the image's CMD, unless there is a command
     env: tuple[EnvRow, ...] = field(default_factory=tuple)
 
 
@@ -125,8 +126,10 @@ def _state(state: Mapping[str, Any]) -> str:
     return ""
 
 
-def _command(container: Mapping[str, Any], secure: Sequence[str]) -> str:
-    words = [str(w) for key in ("command", "args") for w in container.get(key) or []]
+def _words(container: Mapping[str, Any], key: str, secure: Sequence[str]) -> str:
+    """`command` or `args` as Kubernetes keeps them apart: `command` replaces the image's ENTRYPOINT,
+    `args` its CMD, and a command without args drops the CMD; args alone are the ENTRYPOINT's."""
+    words = [str(w) for w in container.get(key) or []]
     return hide(shlex.join(words), secure) if words else ""
 
 
@@ -153,7 +156,8 @@ def _containers(
                 ready="yes" if own.get("ready") else "no",
                 restarts=restarts if isinstance(restarts, int) else 0,
                 state=_state(own.get("state") or {}) or "no status yet",
-                last_state=_state(own.get("lastState") or {}), command=_command(container, secure),
+                last_state=_state(own.get("lastState") or {}), command=_words(container, "command", secure),
+                args=_words(container, "args", secure),
                 env=_env(container),
             )  # fmt: skip
 

@@ -65,10 +65,11 @@ def test_every_container_is_shown_with_its_image_pull_policy_readiness_restarts_
     started = {s["name"]: s["state"]["running"]["startedAt"] for s in pod_of(scene, scene.reused[0])["status"]
                ["containerStatuses"]}  # fmt: skip
     assert ("agent container ready: yes Image gocd/gocd-agent-wolfi:v24.3.0 Image pull policy IfNotPresent "
-            f"State Running since {started['agent']} Restarts 0 Command the image's own entrypoint") in text
+            f"State Running since {started['agent']} Restarts 0 Command the image's ENTRYPOINT "
+            "Arguments the image's CMD") in text
     assert ("dind container ready: yes Image docker:27-dind Image pull policy the cluster's default "
-            f"State Running since {started['dind']} Restarts 0 Command --host=tcp://0.0.0.0:2375 "
-            "--tls=false") in text  # fmt: skip
+            f"State Running since {started['dind']} Restarts 0 Command the image's ENTRYPOINT "
+            "Arguments --host=tcp://0.0.0.0:2375 --tls=false") in text  # fmt: skip
 
 
 def test_environment_variables_are_named_with_their_source_and_never_their_value(

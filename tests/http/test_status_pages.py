@@ -7,6 +7,7 @@ report's content is tests/http/test_status_agent_page.py's.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def test_pods_table_lists_every_pod_with_its_state_phase_jobs_and_job(
     row = row_of(view, reused)
     assert (row["State"], row["Jobs run"]) == ("busy", "2 +1 running")
     assert row["Job"] == f"running {job_label(running)}"
-    assert row["Reuse"] != "one job" and len(row["Reuse"]) == 8, "the fingerprint's short form"
+    assert re.fullmatch(r"v1-[0-9a-f]{20}", row["Reuse"]), "the label form, as in the profile tables"
     idle_pod, idle_job = scene.idle
     row = row_of(view, idle_pod)
     assert (row["State"], row["Jobs run"], row["Job"]) == ("idle", "1", f"last {job_label(idle_job)}")
@@ -166,7 +167,7 @@ def test_cluster_url_is_shown_without_credentials() -> None:
 
 BROWSER_PAGES = {  # name: (view, title, window size: the agent page is long)
     "plugin-status": ("plugin", "Plugin status", (1280, 900)),
-    "cluster-status": ("cluster", "Cluster status", (1280, 960)),
+    "cluster-status": ("cluster", "Cluster status", (1280, 1700)),
     "agent-status": ("agent-reused", "Agent status", (1280, 1820)),
 }
 WHITE = b"\xff\xff\xff"
@@ -184,7 +185,13 @@ def test_pages_render_in_headless_chromium(scene: Scene, views: dict[str, str], 
         dom = parse(rendered[name].dom)
         assert set(dom.rows) == pod_names, name  # the browser built one table row per pod
         assert {row["state"] for row in dom.rows.values()} == {"booting", "idle", "busy", "failed"}
-    assert set(parse(rendered["cluster-status"].dom).marked["data-node"]) == set(scene.stack.kube.store.nodes)
+    cluster_dom = parse(rendered["cluster-status"].dom)
+    assert set(cluster_dom.marked["data-node"]) == set(scene.stack.kube.store.nodes)
+    reused = next(row for name, row in cluster_dom.rows.items() if name == scene.reused[0])
+    profile = reused["cells"][6]
+    assert cluster_dom.marked["data-profile"][profile]["data-busy"] == "1", "pods per profile, as built"
+    assert profile in cluster_dom.marked["data-saved"], "what reuse saved, per profile"
+    assert "python -m elastic_agent advise trace.jsonl" in text_of(rendered["cluster-status"].dom)
     agent = parse(rendered["agent-status"].dom)
     assert set(agent.marked["data-container"]) == {"agent", "dind"}
     assert set(agent.marked["data-log"]) == {"agent", "dind"}

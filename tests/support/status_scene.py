@@ -223,7 +223,8 @@ class Page(HTMLParser):
     """Collects the pods table rows (by data-pod), the summary tiles, the elements carrying a `data-`
     attribute of interest (containers, nodes, env rows, logs) and the page's visible text."""
 
-    MARKS = ("data-container", "data-node", "data-env", "data-log", "data-condition", "data-job-id")
+    MARKS = ("data-container", "data-node", "data-env", "data-log", "data-condition", "data-job-id",
+             "data-profile", "data-saved")  # fmt: skip
 
     def __init__(self) -> None:
         super().__init__()

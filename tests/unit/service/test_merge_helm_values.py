@@ -149,8 +149,11 @@ def test_your_service_account_is_kept_and_the_rolebinding_to_point_at_it_is_name
     [account] = [o for o in access_objects(result.values) if o["kind"] == "ServiceAccount"]
     assert account["metadata"]["name"] == "ci-server", "the same account: Helm deletes nothing"
     [note] = result.notes
-    assert "runs as ServiceAccount ci-server" in note and "set the name of its subject to ci-server" in note
-    assert "kubectl apply -k docker/kubernetes/rbac" in note
+    assert "runs as ServiceAccount ci-server" in note
+    assert "set the name of the subject of both to ci-server" in note
+    assert "kubectl apply -k docker/kubernetes/rbac`" in note
+    assert "rbac-nodes/clusterrolebinding.yaml" in note
+    assert "kubectl apply -k docker/kubernetes/rbac-nodes" in note
 
 
 @pytest.mark.parametrize(
@@ -252,3 +255,82 @@ def test_the_merge_command_names_the_file_it_cannot_use(tmp_path: Path, content:
     missing = run_merge(str(tmp_path / "nope.yaml"), str(VALUES))
     assert missing.returncode == 2
     assert "nope.yaml: cannot be read (No such file or directory)" in missing.stderr
+
+
+@pytest.mark.parametrize("written", ["120", 120.0, " 120 "], ids=["string", "float", "spaced-string"])
+def test_a_grace_period_written_otherwise_is_compared_as_the_chart_renders_it(written: Any) -> None:
+    """The chart writes the value unquoted (gocd-server-deployment.yaml line 158): "120" is 120 s."""
+    result = merge({"server": {"terminationGracePeriodSeconds": written}}, values())
+    assert result.conflicts == []
+    assert result.values["server"]["terminationGracePeriodSeconds"] == written
+    assert any("which the chart renders as 120" in line for line in result.kept) == (written != 120)
+    short = merge({"server": {"terminationGracePeriodSeconds": "5"}}, values())
+    assert [c for c in short.conflicts if c.startswith("server.terminationGracePeriodSeconds")]
+    wrong = merge({"server": {"terminationGracePeriodSeconds": "two minutes"}}, values())
+    assert wrong.conflicts, "the API server would refuse what the chart renders of it"
+
+
+def tuned(values_in: dict[str, Any]) -> dict[str, Any]:
+    """Merged values an operator then tuned as docs/install.md step 11 suggests: more log, more memory."""
+    tuned_values = yaml.safe_load(yaml.safe_dump(values_in))
+    [backend] = [c for c in tuned_values["server"]["sidecarContainers"]
+                 if c["name"] == "kubernetes-reuse-backend"]  # fmt: skip
+    backend["args"] += ["--log-level", "DEBUG"]
+    backend["resources"]["limits"]["memory"] = "1Gi"
+    backend["env"].append({"name": "HTTPS_PROXY", "value": "http://proxy.internal:3128"})
+    return tuned_values
+
+
+def test_merging_again_keeps_the_operators_args_env_and_resources_of_the_plugins_containers(
+    tmp_path: Path,
+) -> None:
+    yours = tuned(merge(YOURS, values()).values)
+    newer = values()  # a new image in the plugin's values, as after an upgrade
+    for entry in newer["server"]["initContainers"] + newer["server"]["sidecarContainers"]:
+        entry["image"] = "registry.example.com/gocd-kubernetes-reuse-elastic-agent:0.2.0"
+    done = merge_file(tmp_path, yours, plugin=newer)
+    assert done.returncode == 0, done.stderr
+    [backend] = [c for c in yaml.safe_load(done.stdout)["server"]["sidecarContainers"]
+                 if c["name"] == "kubernetes-reuse-backend"]  # fmt: skip
+    assert backend["args"] == ["--token-file", "/var/run/secrets/gocd-reuse/token", "--log-level", "DEBUG"]
+    assert backend["resources"]["limits"]["memory"] == "1Gi"
+    [plugins] = values()["server"]["sidecarContainers"]
+    assert backend["resources"]["requests"] == plugins["resources"]["requests"]
+    assert {"TMPDIR", "HTTPS_PROXY"} <= set(names(backend["env"]))
+    assert backend["image"].endswith(":0.2.0"), "the plugin's image"
+    for what in ("args", "resources", "env HTTPS_PROXY"):
+        assert f"kept yours server.sidecarContainers[kubernetes-reuse-backend].{what}" in done.stderr, what
+    assert "replaced server.sidecarContainers: kubernetes-reuse-backend's image" in done.stderr
+
+
+def test_args_of_yours_that_lack_one_of_the_plugins_stop_the_merge_with_what_they_lack(
+    tmp_path: Path,
+) -> None:
+    yours = tuned(merge({}, values()).values)
+    newer = values()
+    newer["server"]["sidecarContainers"][0]["args"] += ["--bind", "127.0.0.1:8156"]
+    done = merge_file(tmp_path, yours, plugin=newer)
+    assert done.returncode == 3 and done.stdout == ""
+    assert 'server.sidecarContainers[kubernetes-reuse-backend].args: yours' in done.stderr
+    assert 'lack the plugin\'s ["--bind", "127.0.0.1:8156"]' in done.stderr
+    taken = merge_file(tmp_path, yours, "--take-ours", plugin=newer)
+    [backend] = yaml.safe_load(taken.stdout)["server"]["sidecarContainers"]
+    assert backend["args"] == newer["server"]["sidecarContainers"][0]["args"]
+
+
+def test_without_persistence_the_jar_goes_into_a_godata_both_containers_mount_and_merging_again_keeps_it(
+    tmp_path: Path,
+) -> None:
+    off = merge({"server": {"persistence": {"enabled": False}}}, values())
+    pod = server_pod(off.values)
+    volumes = {volume["name"] for volume in pod["spec"]["volumes"]}
+    [init] = pod["spec"]["initContainers"]
+    assert {mount["name"] for mount in init["volumeMounts"]} <= volumes
+    assert [note for note in off.notes if "persistence.enabled is false" in note], "said in a sentence"
+    again = merge(off.values, values())
+    assert again.values == off.values and again.changed == []
+    back_on = yaml.safe_load(yaml.safe_dump(off.values))
+    back_on["server"]["persistence"]["enabled"] = True
+    on = merge(back_on, values())
+    assert server_pod(on.values) == server_pod(merge({}, values()).values), "as if never turned off"
+    assert any(line.startswith("removed server.persistence.extraVolumes") for line in on.changed)

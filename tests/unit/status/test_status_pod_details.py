@@ -80,15 +80,24 @@ def test_init_containers_and_native_sidecars_come_first_each_with_its_state_and_
     assert (dind.kind, dind.restarts, dind.ready) == ("sidecar", 1, "yes")
     assert dind.state == "Running since 2030-01-01T00:00:05Z"
     assert dind.last_state == "Terminated: OOMKilled, exit code 137"
-    assert dind.pull_policy == "the cluster's default" and dind.command == ""
+    assert dind.pull_policy == "the cluster's default" and (dind.command, dind.args) == ("", "")
     assert (agent.kind, agent.pull_policy, agent.restarts) == ("container", "Always", 3)
     assert agent.state == "Waiting: CrashLoopBackOff (back-off 40s restarting failed container=agent)"
 
 
 def test_a_secure_value_in_a_command_is_hidden_and_the_rest_quoted_as_a_shell_would() -> None:
     agent = pod_details(POD, SECURE).containers[2]
-    assert SECRET_TOKEN not in agent.command
-    assert agent.command == "/bin/sh -c 'run --token=[hidden] && echo '\"'\"'a b'\"'\"''"
+    assert SECRET_TOKEN not in agent.command + agent.args
+    assert (agent.command, agent.args) == ("/bin/sh", "-c 'run --token=[hidden] && echo '\"'\"'a b'\"'\"''")
+
+
+def test_args_without_a_command_are_the_images_entrypoints_arguments_not_a_command() -> None:
+    """Kubernetes: `command` replaces the image's ENTRYPOINT, `args` its CMD; args alone go to the
+    ENTRYPOINT."""
+    dind = {"name": "dind", "image": "docker:27-dind", "args": ["--host=tcp://0.0.0.0:2375", "--tls=false"]}
+    pod = {**POD, "spec": {"containers": [dind]}}
+    [row] = pod_details(pod, SECURE).containers
+    assert (row.command, row.args) == ("", "--host=tcp://0.0.0.0:2375 --tls=false")
 
 
 def test_every_variable_says_where_its_value_comes_from_and_no_value_is_shown() -> None:
@@ -148,6 +157,9 @@ RECORD = PodRecord(name="p", state=PodState.IDLE, state_since=NOW - 60, created_
                      "03:50:40 UTC (IdleTimeout 5m) if no job comes first."),
         ({"min_idle": 2}, "kept", "unless MinIdlePods (2) keeps it."),
         ({"max_jobs": 2}, "goes", "It ran 2 jobs (MaxJobsPerPod 2): the next server ping removes it."),
+        ({"max_jobs": 1, "jobs_run": 1}, "goes", "It ran 1 job (MaxJobsPerPod 1): the next server ping"),
+        ({"state": PodState.BUSY, "max_jobs": 1, "jobs_run": 0}, "kept",
+         "then it retires: it will have run 1 job (MaxJobsPerPod 1)."),
         ({"created_at": NOW - 7200}, "goes", "It is older than max_pod_lifetime (2h): the next server ping"),
         ({"state": PodState.BUSY, "current_job_id": 3}, "kept",
          "Kept while it runs its job; then it waits for the next job of its profile, at most 5m "
