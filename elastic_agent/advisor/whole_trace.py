@@ -27,6 +27,9 @@ from elastic_agent.advisor.advise import (
     render,
     summary,
 )
+from elastic_agent.advisor.calibration import Calibration, calibrate
+from elastic_agent.advisor.calibration_report import render_calibration
+from elastic_agent.advisor.current_policy import CurrentPolicy, GivenPodStart
 from elastic_agent.advisor.holdout import Split, split_trace
 from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
 from elastic_agent.advisor.runner import Runner
@@ -81,6 +84,7 @@ Proposals = Mapping[ScheduleOption, ScheduleProposal]
 class TraceAdvice:
     advices: list[ProfileAdvice]
     together: list[TogetherRun]
+    calibration: Calibration | None = None  # the pod start-up every candidate was simulated with
 
 
 def advise_trace(
@@ -95,15 +99,17 @@ def advise_trace(
     tuned: Server | None = TUNED,
     progress: Callable[[str], None] | None = None,
     bar: bool = False,
+    calibration: Calibration | None = None,
 ) -> TraceAdvice:
-    """Every profile's advice; `settings` are the server's (`server.settings`)."""
+    """Every profile's advice; `settings` are the server's (`server.settings`), with `calibration`'s pod
+    start-up when given (`Calibration.settings`)."""
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs:
         by_profile.setdefault(job.profile, []).append(job)
     profiles = sorted(by_profile)
     # Schedules learn on the learning days only; every candidate is judged on the rest (holdout.py).
     proposals = {
-        p: _schedules(split.learning(by_profile[p]), origin, settings, request.schedules) for p in profiles
+        p: _schedules(p, split.learning(by_profile[p]), origin, settings, request.schedules) for p in profiles
     }
     extra = prediction_candidates(request.idle_timeouts) if request.prediction else []
     options = {option for _, by_option in proposals.values() for option in by_option}
@@ -164,7 +170,7 @@ def advise_trace(
             runner.close()
     finally:
         shown.close()
-    return TraceAdvice(advices, runs)
+    return TraceAdvice(advices, runs, calibration)
 
 
 def run_advisor(
@@ -181,9 +187,13 @@ def run_advisor(
     bar: bool = False,
     server: Server = GOCD_DEFAULTS,
     tuned: Server | None = TUNED,
+    current: CurrentPolicy | None = None,
+    pod_start: GivenPodStart | None = None,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
-    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside."""
+    the advice is for; `tuned`: a server whose figures for the recommendations are shown beside;
+    `current`: the policy the trace was recorded under (one pod per job by default), on which the pod
+    start-up is calibrated (calibration.py) unless `pod_start` gives it."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -197,6 +207,20 @@ def run_advisor(
         seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at
     )
     settings = server.settings(base)
+    calibrating = Runner(workers)
+    try:
+        calibration = calibrate(
+            jobs,
+            current or CurrentPolicy(),
+            settings,
+            given=pod_start,
+            timezone=request.schedules.timezone,
+            runner=calibrating,
+        )
+    finally:
+        calibrating.close()
+    out(render_calibration(calibration))
+    settings = calibration.settings(settings)
     found = advise_trace(
         jobs,
         trace.origin,
@@ -208,6 +232,7 @@ def run_advisor(
         tuned=tuned,
         progress=progress,
         bar=bar,
+        calibration=calibration,
     )
     for advice in found.advices:
         out(render(advice, request.target, settings.resend_s))
@@ -219,7 +244,7 @@ def run_advisor(
         "pools, schedules and Predict draw on what one backend shares (its registration keys, what it "
         "learns of which stage follows which), so each of those candidates was simulated on the whole "
         f"trace at once, every profile with it, and read per profile. GoCD server: {settings.server()}; "
-        f"pods booting in about {settings.boot_median_s:g} s, {settings.polling()}."
+        f"pods starting as the first section says, {settings.polling()}."
     )
     return 0
 
@@ -238,7 +263,7 @@ def _schedule_run(
 
 
 def _schedules(
-    jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
+    profile: str, jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
 ) -> tuple[Demand | None, dict[ScheduleOption, ScheduleProposal]]:
     """The profile's demand, and its schedule for each combination of the options' values (keyed by
     that combination), so that every profile's schedule of one combination runs together."""
@@ -248,7 +273,7 @@ def _schedules(
         jobs,
         origin,
         options.timezone,
-        refill_window_s=settings.boot_median_s + settings.ping_s,
+        refill_window_s=settings.pod_start(profile).median_s + settings.ping_s,
         busy_share=options.busy_share,
     )
     found: dict[ScheduleOption, ScheduleProposal] = {}

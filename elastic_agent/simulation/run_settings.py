@@ -1,8 +1,8 @@
 """The settings of one simulated run and its clock: how pods boot (alike for every profile, or each
-profile's own `PodStart`, as the advisor calibrates them from a trace's waits), how GoCD's server and agents are
-tuned (the server's two settings that bound reuse among them), what is skipped and what is counted; and
-the virtual clock every part of the run reads, which moves only when the simulation's loop moves it
-(virtual_time.py).
+profile's own `PodStart`, as the advisor calibrates them from a trace's waits), how GoCD's server and
+agents are tuned (the server's two settings that bound reuse among them), what is skipped and what is
+counted; and the virtual clock every part of the run reads, which moves only when the simulation's
+loop moves it (virtual_time.py).
 """
 
 from __future__ import annotations
