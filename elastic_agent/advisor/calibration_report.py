@@ -81,20 +81,28 @@ def meaning(c: ProfileCalibration) -> str:
     mean, p95 = differences
     worst = mean if abs(mean) >= abs(p95) else p95
     which = "mean" if worst is mean else "p95"
-    why = "with the start-up `--pod-start` gives" if c.source == GIVEN else f"after {c.runs} calibration runs"
+    given = c.source == GIVEN
+    why = "with the start-up `--pod-start` gives" if given else f"after {c.runs} calibration runs"
     if worst < 0:
+        cause = (
+            "Pods that start slower than `--pod-start` says would do this."
+            if given
+            else "Waits that are not pod starts (jobs queueing for capacity the simulator does not model, "
+            "static agents, a `--current` that reuses more than the installation did) would do this."
+        )
         return (
             f"{c.profile}: simulated current waits {-worst:.0%} less than measured ({which}) {why}: the "
-            "simulator does not reproduce these waits, so the advice understates every candidate's waits "
-            "and what avoiding a pod start saves. Waits that are not pod starts (jobs queueing for "
-            "capacity the simulator does not model, static agents, a `--current` that reuses more than "
-            "the installation did) would do this."
+            "advice understates every candidate's waits and what avoiding a pod start saves. " + cause
         )
+    cause = (
+        "Pods that start faster than `--pod-start` says would do this."
+        if given
+        else "Pods that start faster than the simulator's GoCD overheads allow (check `--assignment-tick`), "
+        "or a `--current` that reuses less than the installation did, would do this."
+    )
     return (
         f"{c.profile}: simulated current waits {worst:.0%} more than measured ({which}) {why}: the advice "
-        "overstates every candidate's waits and what reuse saves. Pods that start faster than the "
-        "simulator's GoCD overheads allow (check `--assignment-tick`), or a `--current` that reuses less "
-        "than the installation did, would do this."
+        "overstates every candidate's waits and what reuse saves. " + cause
     )
 
 

@@ -36,7 +36,7 @@ class CurrentPolicy:
     def describe(self, profile: str | None = None) -> str:
         properties = self.everywhere if profile is None else self.properties(profile)
         if properties.get("Reuse", "false").lower() != "true":
-            return "one pod per job (the official plugin's way)"
+            return "one pod per job, the official plugin's way"
         return ", ".join(f"{key}={value}" for key, value in properties.items())
 
 

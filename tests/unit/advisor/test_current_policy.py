@@ -13,7 +13,7 @@ from elastic_agent.advisor.current_policy import parse_current, parse_pod_starts
 def test_the_current_policy_is_one_pod_per_job_unless_said() -> None:
     current = parse_current([])
     assert current.properties("java") == {"Reuse": "false"}
-    assert current.describe() == "one pod per job (the official plugin's way)"
+    assert current.describe() == "one pod per job, the official plugin's way"
     assert parse_current(["official"]).properties("java") == {"Reuse": "false"}
 
 
