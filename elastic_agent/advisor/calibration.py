@@ -18,9 +18,9 @@ of the waits the second. Each step runs the current policy once and moves:
   start-up and one that did not waits nothing of it. Where the trace has enough jobs in an hour of the
   day (its mean wait known within 3 %: calibration_fit.py), that hour has its own `mu`, fitted on that
   hour's mean wait; the other hours share one;
-- `ratio` by a secant step on the waits' quantile at 1 - 5 % x that share (the p95 under one pod per job,
-  the p95 of the jobs that started a pod under reuse), when that tail holds enough waits; otherwise the
-  spread is the default's.
+- `ratio` by a secant step on the waits' quantile at 1 - 5 % x that share (about the p95 of the jobs
+  that started a pod), when nearly every job started one (one pod per job) and that tail holds enough
+  waits; otherwise the spread is the default's.
 
 It stops when the mean and tail are within 5 % (the hours' mean error within 6 %) or after MAX_STEPS
 runs, and keeps each profile's best step. When the policy shares nothing between profiles, each profile
