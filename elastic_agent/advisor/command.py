@@ -121,6 +121,23 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     advise.add_argument(
         "--no-tuned", action="store_true", help="leave out the recommendations' figures on a tuned server"
     )
+    advise.add_argument(
+        "--current",
+        action="append",
+        default=[],
+        metavar="POLICY",
+        help="the policy the trace was recorded under, on which pod start-up is calibrated from the trace's "
+        "waits: one-pod-per-job (the default, the official plugin's way) or this plugin's settings, e.g. "
+        "Reuse=true,IdleTimeout=10m,MinIdlePods=1; prefix PROFILE: for one profile (repeatable)",
+    )
+    advise.add_argument(
+        "--pod-start",
+        action="append",
+        default=[],
+        metavar="DURATION",
+        help="pods start in about this long (median; 90s, 2m; a bare number is seconds) instead of the "
+        "start-up calibrated on the trace; prefix PROFILE: for one profile (repeatable)",
+    )
     advise.add_argument("--pending-pods", type=int, default=100, help="the cluster's pending_pods_count")
     advise.add_argument("--max-jobs", type=int, help="only the first N jobs of the trace")
     advise.add_argument("--seed", type=int, default=1)
@@ -146,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
     # Here, not at the top: every command's parser is built whatever the command, `serve` included, and
     # this is what loads the simulator.
     from elastic_agent.advisor.advise import ScheduleOptions
+    from elastic_agent.advisor.current_policy import parse_current, parse_pod_starts
     from elastic_agent.advisor.together import Server
     from elastic_agent.advisor.whole_trace import Request, run_advisor
 
@@ -191,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
             tuned=tuned,
             json_path=json_path,
             html=html,
+            current=parse_current(args.current),
+            pod_start=parse_pod_starts(args.pod_start),
         )
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)

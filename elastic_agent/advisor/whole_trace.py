@@ -28,6 +28,9 @@ from elastic_agent.advisor.advise import (
     render,
     summary,
 )
+from elastic_agent.advisor.calibration import Calibration, calibrate
+from elastic_agent.advisor.calibration_report import render_calibration
+from elastic_agent.advisor.current_policy import CurrentPolicy, GivenPodStart
 from elastic_agent.advisor.followers import following
 from elastic_agent.advisor.holdout import Split, split_trace
 from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
@@ -89,6 +92,7 @@ class TraceAdvice:
     advices: list[ProfileAdvice]
     together: list[TogetherRun]
     days: float = 1.0  # the judged days the figures cover
+    calibration: Calibration | None = None  # the pod start-up every candidate was simulated with
 
 
 def advise_trace(
@@ -103,8 +107,10 @@ def advise_trace(
     tuned: Server | None = TUNED,
     progress: Callable[[str], None] | None = None,
     bar: bool = False,
+    calibration: Calibration | None = None,
 ) -> TraceAdvice:
-    """Every profile's advice; `settings` are the server's (`server.settings`)."""
+    """Every profile's advice; `settings` are the server's (`server.settings`), with `calibration`'s pod
+    start-up when given (`Calibration.settings`)."""
     days = split.days_judged
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs:
@@ -112,7 +118,7 @@ def advise_trace(
     profiles = sorted(by_profile)
     # Schedules learn on the learning days only; every candidate is judged on the rest (holdout.py).
     proposals = {
-        p: _schedules(split.learning(by_profile[p]), origin, settings, request.schedules) for p in profiles
+        p: _schedules(p, split.learning(by_profile[p]), origin, settings, request.schedules) for p in profiles
     }
     extra = prediction_candidates(request.idle_timeouts) if request.prediction else []
     options = {option for _, by_option in proposals.values() for option in by_option}
@@ -175,7 +181,7 @@ def advise_trace(
             runner.close()
     finally:
         shown.close()
-    return TraceAdvice(advices, runs, days)
+    return TraceAdvice(advices, runs, days, calibration)
 
 
 def run_advisor(
@@ -194,11 +200,15 @@ def run_advisor(
     tuned: Server | None = TUNED,
     json_path: str | None = None,
     html: str | None = None,
+    current: CurrentPolicy | None = None,
+    pod_start: GivenPodStart | None = None,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
     the advice is for; `tuned`: a server whose figures for the recommendations are shown beside;
     `json_path`: where to write the report's figures as JSON too (report_json.py); `html`: a file to
-    write the report to as a page with plots, drawn from the same figures (report_html.py)."""
+    write the report to as a page with plots, drawn from the same figures (report_html.py); `current`:
+    the policy the trace was recorded under (one pod per job by default), on which the pod start-up is
+    calibrated (calibration.py) unless `pod_start` gives it."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -212,6 +222,20 @@ def run_advisor(
         seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at
     )
     settings = server.settings(base)
+    calibrating = Runner(workers)
+    try:
+        calibration = calibrate(
+            jobs,
+            current or CurrentPolicy(),
+            settings,
+            given=pod_start,
+            timezone=request.schedules.timezone,
+            runner=calibrating,
+        )
+    finally:
+        calibrating.close()
+    out(render_calibration(calibration))
+    settings = calibration.settings(settings)
     found = advise_trace(
         jobs,
         trace.origin,
@@ -223,6 +247,7 @@ def run_advisor(
         tuned=tuned,
         progress=progress,
         bar=bar,
+        calibration=calibration,
     )
     follows = following(jobs)
     for advice in found.advices:
@@ -238,7 +263,7 @@ def run_advisor(
         "pools, schedules and Predict draw on what one backend shares (its registration keys, what it "
         "learns of which stage follows which), so each of those candidates was simulated on the whole "
         f"trace at once, every profile with it, and read per profile. GoCD server: {settings.server()}; "
-        f"pods booting in about {settings.boot_median_s:g} s, {settings.polling()}."
+        f"pods starting as the first section says, {settings.polling()}."
     )
     if json_path is None and html is None:
         return 0
@@ -253,6 +278,9 @@ def run_advisor(
         request.knee_gain,
     )
     figures = document(found.advices, found.together, context, follows)
+    for name, profile in figures["profiles"].items():  # the start-up every figure rests on
+        fitted = found.calibration.profiles.get(name) if found.calibration is not None else None
+        profile["calibration"] = fitted.numbers() if fitted is not None else None
     if json_path is not None:
         try:
             write(json_path, figures)
@@ -278,7 +306,7 @@ def _schedule_run(
 
 
 def _schedules(
-    jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
+    profile: str, jobs: Sequence[TraceJob], origin: datetime, settings: SimSettings, options: ScheduleOptions
 ) -> tuple[Demand | None, dict[ScheduleOption, ScheduleProposal]]:
     """The profile's demand, and its schedule for each combination of the options' values (keyed by
     that combination), so that every profile's schedule of one combination runs together."""
@@ -288,7 +316,7 @@ def _schedules(
         jobs,
         origin,
         options.timezone,
-        refill_window_s=settings.boot_median_s + settings.ping_s,
+        refill_window_s=settings.pod_start(profile).median_s + settings.ping_s,
         busy_share=options.busy_share,
     )
     found: dict[ScheduleOption, ScheduleProposal] = {}

@@ -9,7 +9,8 @@ history of each stage with a job on an elastic profile and one stage instance pe
 "duration": 280.0, "pipeline_counter": 59, "stage": "build", "stage_counter": 1, "job": "compile",
 "result": "Passed", "waited": 30.0, "built": 270.0}` (`.csv`: the same columns). `at` is an ISO 8601 UTC
 time, so the time of day and the day of the week survive for schedules; the job identifier and result
-give the trace its pipeline shape; `waited` is what the advisor reports as measured, `built` an extra
+give the trace its pipeline shape; `waited` is what `advise` reports as measured and
+calibrates pod start-up on, `built` an extra
 key the loader ignores. The file is plain JSON Lines or CSV; where the next read starts is kept beside
 it (`trace.jsonl.state.json`). Run again on its own output, it extends the trace from where it ended
 (`--fresh` starts over). It then prints what the jobs waited for an agent per elastic profile (the

@@ -1,12 +1,16 @@
-"""The settings of one simulated run and its clock: how pods boot, how GoCD's server and agents are
-tuned (the server's two settings that bound reuse among them), what is skipped and what is counted; and
-the virtual clock every part of the run reads, which moves only when the simulation's loop moves it
-(virtual_time.py).
+"""The settings of one simulated run and its clock: how pods boot (alike for every profile, or each
+profile's own `PodStart`, as the advisor calibrates them from a trace's waits), how GoCD's server and
+agents are tuned (the server's two settings that bound reuse among them), what is skipped and what is
+counted; and the virtual clock every part of the run reads, which moves only when the simulation's
+loop moves it (virtual_time.py).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.gocd_model import GoCDConfig
@@ -37,11 +41,36 @@ class VirtualClock(ManualClock):
 
 
 @dataclass(frozen=True)
+class PodStart:
+    """How long a profile's pods take from creation to a registered agent: lognormal around `median_s`
+    with `sigma`, clipped to `bounds_s`; with `by_hour`, the median of pods created in each hour of the
+    day in `timezone` (24 values), as a node autoscaler or a busy registry makes some hours slower."""
+
+    median_s: float
+    sigma: float
+    bounds_s: tuple[float, float]
+    by_hour: tuple[float, ...] = ()
+    timezone: str = "UTC"
+
+    def median_at(self, epoch_s: float) -> float:
+        if not self.by_hour:
+            return self.median_s
+        return self.by_hour[datetime.fromtimestamp(epoch_s, _zone(self.timezone)).hour]
+
+
+@functools.lru_cache(maxsize=8)
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+@dataclass(frozen=True)
 class SimSettings:
     seed: int = 1
     boot_median_s: float = 25.0  # pod boot (schedule, pull, JVM, register): lognormal around this
     boot_sigma: float = 0.3
     boot_bounds_s: tuple[float, float] = (5.0, 180.0)
+    # Profiles whose pods start otherwise (the advisor's calibration): (profile, its PodStart) pairs.
+    pod_starts: tuple[tuple[str, PodStart], ...] = ()
     # An idle agent's get-work back-off: GoCD's agent.properties (GoCDConfig's get_work_* fields).
     get_work_delay_s: float = 1.0
     get_work_multiplier: float = 1.5
@@ -67,6 +96,13 @@ class SimSettings:
     # Seconds from the trace's time 0 before which nothing is counted: the jobs arriving earlier and the
     # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
     judged_from_s: float = 0.0
+
+    def pod_start(self, profile: str | None) -> PodStart:
+        """How `profile`'s pods start: its own PodStart, else the boot_* fields'."""
+        for name, start in self.pod_starts:
+            if name == profile:
+                return start
+        return PodStart(self.boot_median_s, self.boot_sigma, self.boot_bounds_s)
 
     def polling(self) -> str:
         """How idle agents ask for work, in words for reports."""

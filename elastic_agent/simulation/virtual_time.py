@@ -138,6 +138,12 @@ class Simulation:
         self.kubelet = SimulatedKubelet(
             self.store, self.clock, self.model, boot_delay=lambda pod: self._boot(boot_rng, pod)
         )
+        # Pods are told apart by profile through their image, one per profile (run_summary.Part).
+        self._starts = {
+            policy.elastic_properties(profile)["Image"]: settings.pod_start(profile)
+            for profile in {job.profile for job in self.trace}
+        }
+        self._default_start = settings.pod_start(None)
         self.cluster = cluster_properties(settings, policy.cluster)
         self._profiles: dict[str, dict[str, str]] = {}
         self.events = 0
@@ -145,8 +151,10 @@ class Simulation:
         self._origin = settings.start
 
     def _boot(self, rng: random.Random, pod: Obj) -> float:
-        low, high = self.settings.boot_bounds_s
-        drawn = rng.lognormvariate(math.log(self.settings.boot_median_s), self.settings.boot_sigma)
+        containers = pod.get("spec", {}).get("containers") or [{}]
+        start = self._starts.get(containers[0].get("image", ""), self._default_start)
+        low, high = start.bounds_s
+        drawn = rng.lognormvariate(math.log(start.median_at(self.clock.now())), start.sigma)
         return min(high, max(low, drawn))
 
     def _schedule(self, job: TraceJob) -> None:

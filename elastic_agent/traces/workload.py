@@ -18,9 +18,10 @@ A job may also say where it sits in its pipeline, as GoCD's job identifier does 
 optional CSV columns): `pipeline_counter` (the pipeline's run, 1 and up; absent: the simulated GoCD
 counts runs of the pipeline itself, one per job), `stage` (default `build`), `stage_counter` (default 1),
 `job` (the job's name, default `job`) and `result` (`Passed` or `Failed`, default `Passed`). These give a
-trace its pipeline shape: the jobs of one stage run, and the stage runs that follow one another. An
-optional `waited` (seconds from scheduled to assigned, as `trace` records it) is what the job really
-waited: the advisor reports it as measured beside its simulation; the simulator does not read it.
+trace its pipeline shape: the jobs of one stage run, and the stage runs that follow one another.
+`waited` (optional, seconds from scheduled to assigned, as `trace` writes it) is what the job really
+waited for an agent: the advisor reports it as measured beside its simulation and calibrates its pod
+start-up on it (advisor/calibration.py).
 
 How `python -m elastic_agent trace` writes GoCD's runs (gocd/history_runs.py): one row per job run
 on an elastic agent that finished, `job` the instance's name, so a job of `run_instance_count` N is N
@@ -56,6 +57,7 @@ DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
 FIELDS = ("at", "profile", "environment", "pipeline", "duration")
 SHAPE_FIELDS = ("pipeline_counter", "stage", "stage_counter", "job", "result")  # optional
+WAITED = "waited"  # optional too; written only by a trace that has it
 RESULTS = ("Passed", "Failed")
 DEFAULT_ORIGIN = datetime(2024, 1, 1, tzinfo=UTC)  # a Monday
 _ORIGIN_PREFIX = "origin:"
@@ -73,9 +75,10 @@ class TraceJob:
     stage_counter: int = 1
     job_name: str = "job"
     result: str = "Passed"  # or "Failed"
-    waited: float | None = None  # seconds from scheduled to assigned, as the trace command records it
+    waited: float | None = None  # measured seconds from scheduled to assigned; None: not measured
 
     def row(self) -> dict[str, Any]:
+        waited = {} if self.waited is None else {WAITED: round(self.waited, 3)}
         return {
             "at": round(self.at, 3),
             "profile": self.profile,
@@ -87,7 +90,7 @@ class TraceJob:
             "stage_counter": self.stage_counter,
             "job": self.job_name,
             "result": self.result,
-        }
+        } | waited
 
 
 class TraceError(ValueError):
@@ -118,7 +121,9 @@ def write_trace(jobs: Iterable[TraceJob], path: str | Path, origin: datetime | N
         if origin is not None:
             out.write(f"# {_ORIGIN_PREFIX} {_aware(origin).isoformat()}\n")
         if path.suffix == ".csv":
-            writer = csv.DictWriter(out, fieldnames=FIELDS + SHAPE_FIELDS)
+            jobs = list(jobs)
+            measured = (WAITED,) if any(job.waited is not None for job in jobs) else ()
+            writer = csv.DictWriter(out, fieldnames=FIELDS + SHAPE_FIELDS + measured, restval="")
             writer.writeheader()
             writer.writerows(job.row() for job in jobs)
         else:
@@ -236,7 +241,7 @@ def _job(
 
 
 def _shape(row: dict[str, Any], where: str) -> _Shape:
-    """The optional job-identifier fields; blank (CSV) means absent."""
+    """The optional job-identifier fields and the measured wait; blank (CSV) means absent."""
     raw_counter = row.get("pipeline_counter")
     counter = None if raw_counter in (None, "") else _positive(raw_counter, "pipeline_counter", where)
     raw_stage = row.get("stage_counter")
@@ -247,17 +252,16 @@ def _shape(row: dict[str, Any], where: str) -> _Shape:
     result = next((known for known in RESULTS if known.lower() == raw_result.lower()), None)
     if result is None:
         raise TraceError(f"{where}: result must be Passed or Failed, not {raw_result!r}")
-    return counter, stage, stage_counter, job_name, result, _waited(row.get("waited"), where)
+    return counter, stage, stage_counter, job_name, result, _waited(row.get(WAITED), where)
 
 
 def _waited(raw: Any, where: str) -> float | None:
-    """The optional `waited` the trace command records: blank or absent means unknown."""
     if raw in (None, ""):
         return None
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        value = -1.0
+        value = math.nan
     if not math.isfinite(value) or value < 0:
         raise TraceError(f"{where}: waited must be zero or more seconds, not {raw!r}")
     return value
