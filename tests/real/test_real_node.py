@@ -244,7 +244,8 @@ def test_the_status_reports_of_a_pod_of_two_containers_on_the_real_node(
         statuses = the_pod["status"]["containerStatuses"]
         started = {s["name"]: s["state"]["running"]["startedAt"] for s in statuses}
         assert (f"agent container ready: yes Image {agent_image_on_node.name} Image pull policy IfNotPresent "
-                f"State Running since {started['agent']} Restarts 0 Command the image's ENTRYPOINT") in text  # fmt: skip
+                f"State Running since {started['agent']} Restarts 0 Command the image's "
+                "ENTRYPOINT") in text  # fmt: skip
         assert (f"dind container ready: yes Image {real_node.test_image.name} Image pull policy Never State "
                 f"Running since {started['dind']} Restarts 0 Command /bin/sh -c") in text  # fmt: skip
         assert f"Node {real_node.name} (host IP 127.0.0.1) Pod IP 127.0.0.1" in text  # hostNetwork
