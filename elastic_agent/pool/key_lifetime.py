@@ -288,7 +288,6 @@ class KeyFigures:
     lacking: tuple[Lacking, ...]
     spent: Spent | None = None  # the latest refusal of a spent key, while shown
     spent_pods: int = 0
-    confirmed_s: float = 0.0  # the oldest key GoCD accepted under this profile
 
 
 def figures(state: PoolState) -> KeyFigures:
@@ -309,4 +308,4 @@ def figures(state: PoolState) -> KeyFigures:
         usable = state.keys.usable(window)
         return KeyFigures(settings.auto_register_key_expiry, lifetime.lifetime_s(settings, now), window,
                           usable, refusal, lifetime.refused_pods, tuple(lacking), lifetime.shown_spent(now),
-                          lifetime.spent_pods, lifetime.confirmed_s(settings))  # fmt: skip
+                          lifetime.spent_pods)  # fmt: skip

@@ -70,15 +70,6 @@ class Refused:
     first_cause: str | None = None
 
 
-def refusal_in(log_text: str) -> str | None:
-    """GoCD's answer in the latest refusal of an unknown or expired key that the log shows, with the key
-    hidden; None when there is none."""
-    for line in reversed(log_text.splitlines()):
-        if REFUSED in line and NOT_KNOWN in line:
-            return _answer(line)
-    return None
-
-
 def refusals_in(log_text: str) -> Refused | None:
     """The refusals the log shows (answers with the key hidden), or None when it shows none."""
     answers = [_answer(line) for line in log_text.splitlines() if REFUSED in line]

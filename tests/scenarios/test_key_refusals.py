@@ -14,7 +14,7 @@ import pytest
 
 from elastic_agent.gocd.messages import cluster_profile
 from elastic_agent.pool.key_lifetime import figures
-from elastic_agent.pool.key_refusals import NOT_KNOWN, REFUSED, refusal_in
+from elastic_agent.pool.key_refusals import NOT_KNOWN, REFUSED, refusals_in
 from elastic_agent.redaction import HIDDEN
 from elastic_agent.service.app import create_app
 from elastic_agent.simulation.gocd_records import HealthMessage
@@ -166,11 +166,15 @@ def test_the_plugin_reads_gocds_answer_with_the_echoed_key_hidden_and_nothing_el
     )
     log = "\n".join(["2026-08-22 23:13:04,123 INFO  [main] AgentBootstrapper:110 - starting",
                      refusal_log_line(0.0, body), ""])  # fmt: skip
-    answer = refusal_in(log)
-    assert answer == body.replace(f"[{key}]", HIDDEN)
-    duplicate = refusal_log_line(0.0, "Duplicate Elastic agent Id used to register elastic agent.")
-    assert refusal_in(duplicate) is None, "refused for another reason: not about the key's age"
-    assert refusal_in("registered") is None
+    found = refusals_in(log)
+    assert found is not None and found.answer == body.replace(f"[{key}]", HIDDEN)
+    assert found.first_cause is None, "a refusal of the key: it may say something of the key's age"
+    other_cause = "Duplicate Elastic agent Id used to register elastic agent."
+    duplicate = refusals_in(refusal_log_line(0.0, other_cause))
+    assert duplicate is not None and duplicate.first_cause is not None, (
+        "refused for another reason: not about the key's age"
+    )
+    assert refusals_in("registered") is None
 
 
 def test_a_predicted_stage_without_keys_is_told_per_profile_while_it_lacks_them() -> None:
