@@ -180,10 +180,10 @@ def test_pages_render_in_headless_chromium(scene: Scene, views: dict[str, str], 
     sizes = {name: size for name, (_, _, size) in BROWSER_PAGES.items()}
     rendered = browser.render_all(documents, tmp_path, sizes=sizes)
 
-    pod_names = {p["metadata"]["name"] for p in scene.stack.pods()}
     for name in ("plugin-status", "cluster-status"):
         dom = parse(rendered[name].dom)
-        assert set(dom.rows) == pod_names, name  # the browser built one table row per pod
+        served = parse(views[BROWSER_PAGES[name][0]])
+        assert set(dom.rows) == set(served.rows) == set(scene.node_of), name  # one browser row per pod
         assert {row["state"] for row in dom.rows.values()} == {"booting", "idle", "busy", "failed"}
     cluster_dom = parse(rendered["cluster-status"].dom)
     assert set(cluster_dom.marked["data-node"]) == set(scene.stack.kube.store.nodes)

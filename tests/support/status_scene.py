@@ -4,9 +4,9 @@ One stack (the backend over the bridge contract, the simulated GoCD server, the 
 kubelet) with pods in every state a report shows: a reusable pod of two containers (the agent and a
 Docker-in-Docker sidecar) that ran two jobs and runs its third, another that ran one and is idle, two
 one-job pods running their jobs, one still booting (a very long boot delay) and one evicted mid-job.
-Server pings are pushed far out so that nothing is retired during the tests. The reusable profile's pod
-template and Environment carry values that look like any other and are secrets (`ENV_SECRET`,
-`TEMPLATE_SECRET`): no page may show them.
+Server pings and GoCD's lost-contact timeout are pushed far out so that nothing is retired or
+rescheduled during the tests. The reusable profile's pod template and Environment carry values that look
+like any other and are secrets (`ENV_SECRET`, `TEMPLATE_SECRET`): no page may show them.
 """
 
 from __future__ import annotations
@@ -170,7 +170,9 @@ def build_scene() -> Iterator[Scene]:
     options = StackOptions(
         boot_delay=_boot_delay,
         namespace=NAMESPACE,
-        gocd=GoCDConfig(ping_interval_s=LONG_S),  # no ping retires the evicted pod during the test
+        # No ping retires the evicted pod, and GoCD does not lose contact with its agent and reschedule the
+        # job onto a new pod, however slowly the machine runs the tests.
+        gocd=GoCDConfig(ping_interval_s=LONG_S, lost_contact_after_s=LONG_S),
     )
     stack = Stack(ScaledClock(20), options)
     try:
