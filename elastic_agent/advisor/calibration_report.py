@@ -1,14 +1,19 @@
 """The advice's section on pod start-up: per profile, what its jobs waited in the trace beside what the
 simulator gives under the policy the trace was recorded under, the start-up every candidate is simulated
-with, and, where the two differ by more than 20 % or nothing was measured, what that means for the advice.
+with, and, where the two differ by more than 20 % or nothing was measured, what that means for the advice;
+and the current policy simulated on the judged days, when it is not one pod per job.
 
 Words only: the figures are calibration.py's, so that a JSON or HTML report can take the same values.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from elastic_agent.advisor.calibration import ASSUMED, DIFFERS, GIVEN, Calibration, ProfileCalibration
+from elastic_agent.advisor.current_policy import CurrentPolicy
 from elastic_agent.simulation.run_settings import PodStart
+from elastic_agent.traces.measures import PolicyResult
 
 
 def render_calibration(calibration: Calibration) -> str:
@@ -41,6 +46,28 @@ def render_calibration(calibration: Calibration) -> str:
             f"Where measured and simulated differ by more than {DIFFERS:.0%}, or nothing was measured:",
         ]
         lines += [f"- {note}" for note in notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_current(policy: CurrentPolicy, current: Mapping[str, PolicyResult], days: float) -> str:
+    """The policy the trace was recorded under, simulated on the judged days like every candidate: the
+    figures each recommendation is to be compared with when that policy is not one pod per job."""
+    lines = [
+        "## The current policy, simulated",
+        "",
+        "The policy the trace was recorded under (`--current`), simulated on the judged days with the "
+        "calibrated pod start-up, as every candidate was: what a recommendation changes.",
+        "",
+        "| profile | policy | mean wait | p95 wait | idle pod-hours a day | a week |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for name in sorted(current):
+        result = current[name]
+        per_day = result.pod_hours_per_day(days)
+        lines.append(
+            f"| {name} | {policy.describe(name)} | {_s(result.wait_mean)} | {_s(result.wait_p95)} "
+            f"| {per_day:.1f} | {7 * per_day:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -123,7 +123,7 @@ def _figures(profile: Mapping[str, Any]) -> str:
     measured, current, recommended = profile["measured"], profile["current"], profile["recommended"]
     rows = [
         ("measured", "in the trace", measured, ""),
-        ("current", "simulated", current, ""),
+        ("current", f"simulated: {escape(str(current.get('policy') or 'one pod per job'))}", current, ""),
         ("recommended", _settings(recommended.get("settings") or {}), recommended, "recommended"),
     ]
     body = "".join(

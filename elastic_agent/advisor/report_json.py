@@ -7,19 +7,21 @@ meaning or goes. Figures are plain seconds and pod-hours, unrounded: rounding is
 Every candidate row has the same keys (`ROW_KEYS`); a figure that does not exist is null, never absent.
 
 `measured` is what the trace's own `waited` says of the judged jobs (null figures when the trace has
-none); `current` is the simulated one pod per job, the policy of the official plugin.
+none); `current` is the policy the trace was recorded under (`--current`, by default one pod per job,
+the policy of the official plugin), simulated on the judged days.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from elastic_agent.advisor.advise import BASELINE, Candidate, ProfileAdvice
+from elastic_agent.advisor.current_policy import CurrentPolicy
 from elastic_agent.advisor.followers import Following
 from elastic_agent.advisor.holdout import Split
 from elastic_agent.advisor.installation import shares_state
@@ -61,6 +63,8 @@ class Context:
     p95_target: float | None
     resend_s: float
     knee_gain: float
+    current_policy: CurrentPolicy = field(default_factory=CurrentPolicy)
+    current: Mapping[str, PolicyResult] = field(default_factory=dict)  # the baseline where not given
 
 
 def kind(properties: Mapping[str, str], schedule: bool = False) -> str:
@@ -150,12 +154,16 @@ def hourly(result: PolicyResult, origin: datetime, timezone: str) -> list[float 
 def profile_document(advice: ProfileAdvice, context: Context, follow: Following | None) -> dict[str, Any]:
     rec = advice.recommended
     zone = context.split.timezone
+    current = context.current.get(advice.profile, advice.baseline)
     rows = [row(BASELINE.name, BASELINE.elastic, advice.baseline, advice.days)]
     rows += [_candidate_row(advice, c) for c in sorted(advice.candidates, key=lambda c: c.cost)]
     return {
         "jobs": advice.jobs,
         "measured": measured(context.jobs, context.split, advice.profile),
-        "current": _waits(advice.baseline, advice.days),
+        "current": {
+            "policy": context.current_policy.describe(advice.profile),
+            **_waits(current, advice.days),
+        },
         "recommended": {
             "label": rec.label,
             "kind": kind(rec.properties, rec.schedule is not None),
@@ -170,7 +178,7 @@ def profile_document(advice: ProfileAdvice, context: Context, follow: Following 
         "candidates": rows,
         "skipped": dict(advice.skipped),
         "hourly": {
-            "current": hourly(advice.baseline, context.origin, zone),
+            "current": hourly(current, context.origin, zone),
             "recommended": hourly(rec.result, context.origin, zone),
         },
         "follows_another_stage": follow is not None and follow.followers > 0,

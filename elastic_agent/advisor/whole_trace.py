@@ -29,7 +29,7 @@ from elastic_agent.advisor.advise import (
     summary,
 )
 from elastic_agent.advisor.calibration import Calibration, calibrate
-from elastic_agent.advisor.calibration_report import render_calibration
+from elastic_agent.advisor.calibration_report import render_calibration, render_current
 from elastic_agent.advisor.current_policy import CurrentPolicy, GivenPodStart
 from elastic_agent.advisor.followers import following
 from elastic_agent.advisor.holdout import Split, split_trace
@@ -49,7 +49,7 @@ from elastic_agent.advisor.together import (
 )
 from elastic_agent.progress import Progress, progress_bar
 from elastic_agent.simulation.run_settings import SimSettings
-from elastic_agent.simulation.virtual_time import simulate_by_profile
+from elastic_agent.simulation.virtual_time import Policy, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal, analyse, propose
 from elastic_agent.traces.workload import TraceJob, describe, read_trace
@@ -93,6 +93,9 @@ class TraceAdvice:
     together: list[TogetherRun]
     days: float = 1.0  # the judged days the figures cover
     calibration: Calibration | None = None  # the pod start-up every candidate was simulated with
+    # `--current` simulated on the judged days, per profile; empty when it is one pod per job everywhere
+    # (then the baseline is the current policy).
+    current: Mapping[str, PolicyResult] = field(default_factory=dict)
 
 
 def advise_trace(
@@ -110,7 +113,8 @@ def advise_trace(
     calibration: Calibration | None = None,
 ) -> TraceAdvice:
     """Every profile's advice; `settings` are the server's (`server.settings`), with `calibration`'s pod
-    start-up when given (`Calibration.settings`)."""
+    start-up when given (`Calibration.settings`), and its current policy simulated beside the baseline
+    when it is not one pod per job."""
     days = split.days_judged
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs:
@@ -126,13 +130,20 @@ def advise_trace(
     alone = timeouts * sum(1 for n in warm if n == 0)
     alone_labels = {flat_label(t, 0) for t in request.idle_timeouts}
     together = timeouts * sum(1 for n in warm if n > 0) + len(options) + len(extra)
-    shown = progress_bar(1 + alone * len(profiles) + together + (2 if tuned is not None else 1), bar)
+    current = _current_policy(calibration, profiles)
+    runs_of_current = 1 if current is not None else 0
+    shown = progress_bar(
+        1 + runs_of_current + alone * len(profiles) + together + (2 if tuned is not None else 1), bar
+    )
     try:
         runner = Runner(workers, _counting(shown, progress))
         try:
             # One pod per job shares nothing between profiles: one run of the whole trace is every
             # profile's baseline.
             baselines = runner.submit(simulate_by_profile, (jobs, BASELINE, settings))
+            currents = (
+                None if current is None else runner.submit(simulate_by_profile, (jobs, current, settings))
+            )
             installation = Installation(runner, jobs, settings)
 
             def shared_for(profile: str) -> Shared:
@@ -177,11 +188,23 @@ def advise_trace(
                 advices = list(threads.map(advise, profiles))
             recommended = {a.profile: a.recommended.properties for a in advices}
             runs = as_recommended(runner, jobs, recommended, settings, server, tuned)
+            simulated_current = {} if currents is None else dict(currents.result())
         finally:
             runner.close()
     finally:
         shown.close()
-    return TraceAdvice(advices, runs, days, calibration)
+    return TraceAdvice(advices, runs, days, calibration, simulated_current)
+
+
+def _current_policy(calibration: Calibration | None, profiles: Sequence[str]) -> Policy | None:
+    """The policy the trace was recorded under, as a run of the simulator; None when it is one pod per
+    job for every profile (the baseline is then that run)."""
+    if calibration is None:
+        return None
+    policy = calibration.current
+    if all(policy.properties(p).get("Reuse", "false").lower() != "true" for p in profiles):
+        return None
+    return Policy("current", policy.everywhere, per_profile=policy.per_profile)
 
 
 def run_advisor(
@@ -218,9 +241,7 @@ def run_advisor(
     out(f"# Advice for {trace_path}\n\n{describe(jobs)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
     split = split_trace(jobs, trace.origin, request.schedules.timezone, learn_days)
     out(split.describe(jobs) + "\n")
-    base = SimSettings(
-        seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at
-    )
+    base = SimSettings(seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at)
     settings = server.settings(base)
     calibrating = Runner(workers)
     try:
@@ -254,6 +275,8 @@ def run_advisor(
         out(render(advice, request.target, settings.resend_s))
         out(render_predict(advice, follows.get(advice.profile)))
     out(summary(found.advices))
+    if found.current:
+        out(render_current(current or CurrentPolicy(), found.current, found.days))
     out(render_together(found.together, found.days))
     out(
         "Cost is pod-seconds spent booting or idle per job, and pod-hours a day over the judged days "
@@ -276,6 +299,8 @@ def run_advisor(
         request.p95_target,
         settings.resend_s,
         request.knee_gain,
+        current or CurrentPolicy(),
+        found.current,
     )
     figures = document(found.advices, found.together, context, follows)
     for name, profile in figures["profiles"].items():  # the start-up every figure rests on

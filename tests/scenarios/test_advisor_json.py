@@ -244,3 +244,35 @@ def test_a_negative_knee_gain_is_a_sentence_and_exit_status_2(
     trace.write_text('{"at": 0, "profile": "p", "environment": "", "pipeline": "x", "duration": 60}\n')
     assert _advise([str(trace), "--knee-gain", "-5"]) == 2
     assert "--knee-gain: -5 is not 0 or more" in capsys.readouterr().err
+
+
+def test_current_is_the_policy_given_with_current_simulated_on_the_judged_days_and_shown_in_the_report(
+    tmp_path: Path,
+) -> None:
+    jobs = generate_pipelines(PipelineSpec(days=0.6, commit_pipelines=6, commits_per_hour=3.0), seed=2)[:200]
+    trace = tmp_path / "day.jsonl"
+    rows = [json.dumps(job.row() | {"waited": _waited(i)}) for i, job in enumerate(jobs)]
+    trace.write_text("\n".join([f"# origin: {DEFAULT_ORIGIN.isoformat()}", *rows]) + "\n")
+    out = tmp_path / "advice.json"
+    argv = [str(trace), "--idle-timeouts", "2m", "--min-idle", "0", "--learn-days", "0", "--no-schedules"]
+    argv += ["--no-prediction", "--no-tuned", "--workers", "2", "--quiet", "--json", str(out)]
+    argv += ["--current", "Reuse=true,IdleTimeout=30m"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert _advise(argv) == 0
+    doc, markdown = json.loads(out.read_text()), printed.getvalue()
+    table = markdown[markdown.index("## The current policy, simulated") :].split("\n\n")[2]
+    for name, profile in doc["profiles"].items():
+        current = profile["current"]
+        assert current["policy"] == "Reuse=true, IdleTimeout=30m"
+        base = next(row for row in profile["candidates"] if row["kind"] == "baseline")
+        # Pods kept 30 minutes: idle pod-hours one pod per job never has.
+        assert current["idle_pod_hours_per_day"] > base["idle_pod_hours_per_day"] == 0
+        line = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
+        assert _cells(line)[1:] == [
+            "Reuse=true, IdleTimeout=30m",
+            f"{current['wait_mean_s']:.1f} s",
+            f"{current['wait_p95_s']:.1f} s",
+            f"{current['idle_pod_hours_per_day']:.1f}",
+            f"{current['idle_pod_hours_per_week']:.1f}",
+        ]

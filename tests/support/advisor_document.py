@@ -62,7 +62,10 @@ def profile(scale: float = 1.0, follows: bool = False) -> dict[str, Any]:
     day = [None] * 6 + [10.0 + hour for hour in range(14)] + [None] * 4
     return {
         "measured": {"jobs": 7000, "wait_mean_s": 33.5 * scale, "wait_p95_s": 51.0 * scale},
-        "current": {key: baseline[key] for key in ("wait_mean_s", "wait_p95_s", "idle_pod_hours_per_day")},
+        "current": {
+            "policy": "one pod per job, the official plugin's way",
+            **{key: baseline[key] for key in ("wait_mean_s", "wait_p95_s", "idle_pod_hours_per_day")},
+        },
         "recommended": {
             "settings": chosen["settings"],
             **{key: chosen[key] for key in ("wait_mean_s", "wait_p95_s", "idle_pod_hours_per_day")},
