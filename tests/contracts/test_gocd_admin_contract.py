@@ -1,8 +1,9 @@
-"""The GoCD admin API double (tests/support/gocd_admin_api.py, tests/support/gocd_admin_model.py) held against
-gocd/gocd: one test per endpoint this project calls for profiles, each comparing the double's answers with the
-fields the real representer writes, listed here from the source (gocd/gocd at the commit
-tests/support/gocd_admin_model.py names; the file named in each test). A field the double added, dropped or
-typed differently would make migrate-profiles' tests pass against a server that does not exist."""
+"""The GoCD admin API double (tests/support/doubles/gocd_rest/admin_api.py,
+tests/support/doubles/gocd_rest/admin_model.py) held against gocd/gocd: one test per endpoint this project
+calls for profiles, each comparing the double's answers with the fields the real representer writes, listed
+here from the source (gocd/gocd at the commit tests/support/doubles/gocd_rest/admin_model.py names; the file
+named in each test). A field the double added, dropped or typed differently would make migrate-profiles' tests
+pass against a server that does not exist."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.gocd_admin_api import app
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_api import app
+from tests.support.doubles.gocd_rest.admin_model import (
     ADMIN,
     FILTER_FORBIDDEN,
     NOT_FOUND,

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from elastic_agent.simulation.gocd_rest import config_json
-from elastic_agent.simulation.gocd_rest.access import ANONYMOUS, Access, Index
-from elastic_agent.simulation.gocd_rest.history_json import HistoryWriter, job_instance, null_stage
-from elastic_agent.simulation.gocd_rest.jsonwriters import gson, gson_pretty, pretty
-from elastic_agent.simulation.gocd_rest.world import World
+from tests.support.doubles.gocd_rest import config_json
+from tests.support.doubles.gocd_rest.access import ANONYMOUS, Access, Index
+from tests.support.doubles.gocd_rest.history_json import HistoryWriter, job_instance, null_stage
+from tests.support.doubles.gocd_rest.jsonwriters import gson, gson_pretty, pretty
+from tests.support.doubles.gocd_rest.world import World
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse

@@ -1,7 +1,7 @@
 """GoCD's admin REST API as gocd/gocd has it, for the test doubles: who may see what, how a posted
-setting is stored, and the JSON each answer carries. tests/support/gocd_admin_api.py serves it over HTTP (and
-into `responses` for tests/test_migrate_*.py); tests/contracts/test_gocd_admin_contract.py holds its
-answers against the representers' fields.
+setting is stored, and the JSON each answer carries. tests/support/doubles/gocd_rest/admin_api.py serves it
+over HTTP (and into `responses` for tests/test_migrate_*.py); tests/contracts/test_gocd_admin_contract.py
+holds its answers against the representers' fields.
 
 Read in gocd/gocd at f17b6f3fc9fc2ca665a5d389470771358b0ea680 (the mirror's HEAD, 2026-08):
 - Representers: ClusterProfileRepresenter / ClusterProfilesRepresenter (api-cluster-profiles-v1),

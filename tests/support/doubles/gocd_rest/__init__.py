@@ -57,8 +57,8 @@ answer to a valid media type of another version (GoCD finds no Spark route; the 
 a bad Accept), the `Server` header (waitress's).
 """
 
-from elastic_agent.simulation.gocd_rest.from_trace import world_from_trace
-from elastic_agent.simulation.gocd_rest.server import CallCounter, Faults, ServedGoCD, serve
-from elastic_agent.simulation.gocd_rest.world import TruthRecord, World
+from tests.support.doubles.gocd_rest.from_trace import world_from_trace
+from tests.support.doubles.gocd_rest.server import CallCounter, Faults, ServedGoCD, serve
+from tests.support.doubles.gocd_rest.world import TruthRecord, World
 
 __all__ = ["CallCounter", "Faults", "ServedGoCD", "TruthRecord", "World", "serve", "world_from_trace"]

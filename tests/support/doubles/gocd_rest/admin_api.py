@@ -1,10 +1,11 @@
 """The part of GoCD's REST API that this project's tools talk to: the values' preconfigure script
 (tests/unit/deploy/test_chart_preconfigure.py, over real HTTP on loopback, with the real bash and curl) and
 `migrate-profiles` (tests/test_migrate_*.py, through `responses`: `route`). What is stored, who
-sees what and every answer's JSON come from tests/support/gocd_admin_model.py, which names its sources.
+sees what and every answer's JSON come from tests/support/doubles/gocd_rest/admin_model.py, which names its
+sources.
 
-Modelled on gocd/gocd (at the commit tests/support/gocd_admin_model.py names; the chart's appVersion is
-26.1.0):
+Modelled on gocd/gocd (at the commit tests/support/doubles/gocd_rest/admin_model.py names; the chart's
+appVersion is 26.1.0):
 - Before any controller: ModeAwareFilter answers 503 to all but GET and HEAD in maintenance mode;
   SparkPreFilter answers 404 text/plain to an Accept header that is no API
   version (ApiVersion), except for `/api/v1/health`; the security filters (AccessTokenAuthentication-
@@ -19,7 +20,7 @@ Modelled on gocd/gocd (at the commit tests/support/gocd_admin_model.py names; th
   have, else PluginInfoRepresenter, `status.state` `active` or `invalid` (BadPluginInfo) or `disabled`.
   An API version this GoCD does not serve (`AdminState.plugin_info_versions`; v7 since 20.4.0) reaches
   no controller: Rails' catch-all, ApplicationController#unresolved, answers 404 with its sentence alone
-  (tests/support/gocd_admin_model.py says how).
+  (tests/support/doubles/gocd_rest/admin_model.py says how).
 - `GET /api/admin/config/server/site_urls`: ServerSiteUrlsConfigControllerV1 `index` (administrators).
 - `GET|POST /api/admin/elastic/cluster_profiles`, `GET .../:cluster_id`: ClusterProfilesControllerV1
   `index` (filtered by permission, 200), `create` (haltIfEntityWithSameIdExists: 422
@@ -56,7 +57,7 @@ from werkzeug.serving import make_server
 from profiles import validation
 from profiles.errors import ProfileError
 from profiles.server_url import pods_server_url
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_model import (
     ACCEPTS,
     EVERYONE,
     FILTER_FORBIDDEN,
