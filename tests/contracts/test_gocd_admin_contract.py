@@ -15,17 +15,15 @@ from flask.testing import FlaskClient
 from tests.support.doubles.gocd_rest.admin_api import app
 from tests.support.doubles.gocd_rest.admin_model import (
     ADMIN,
-    FILTER_FORBIDDEN,
-    NOT_FOUND,
     OFFICIAL_PLUGIN_ID,
     PLUGIN_ID,
-    UNRESOLVED,
     UNSECURED_ENCRYPTED,
     AdminState,
     Plugin,
     User,
     encrypt,
 )
+from tests.support.doubles.gocd_rest.sentences import NOT_AUTHORIZED_RESOURCE, NOT_FOUND, WRONG_URL
 
 ADMIN_TOKEN, USER_TOKEN = "admin-token", "user-token"
 V1, V2, V6, V7 = (f"application/vnd.go.cd.v{n}+json" for n in (1, 2, 6, 7))
@@ -262,7 +260,7 @@ def test_plugin_info_of_a_version_this_gocd_lacks_is_rails_unresolved_404_withou
         headers={"Accept": V7, "Authorization": f"bearer {ADMIN_TOKEN}"},
     )
     assert reply.status_code == 404 and reply.get_json(silent=True) is None
-    assert reply.get_data(as_text=True) == UNRESOLVED
+    assert reply.get_data(as_text=True) == WRONG_URL
     status, answer = call(client, "GET", f"/go/api/admin/plugin_info/{PLUGIN_ID}", V6)
     assert status == 200 and answer["status"] == {"state": "active"}
 
@@ -281,7 +279,7 @@ def test_site_urls_get_has_serversiteurlsconfigrepresenters_fields_and_refuses_a
 
     assert call(client, "GET", "/go/api/admin/config/server/site_urls", V1, USER_TOKEN) == (
         403,
-        {"message": FILTER_FORBIDDEN},
+        {"message": NOT_AUTHORIZED_RESOURCE},
     )
     assert set(call(client, "GET", CLUSTERS, V1, "unknown")[1]) == MESSAGE  # 401, a sentence
     # The security filters run before Spark's routes: an anonymous caller is refused before its Accept

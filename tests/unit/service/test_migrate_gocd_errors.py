@@ -15,12 +15,12 @@ import responses
 from elastic_agent.cli import main
 from tests.support.doubles.gocd_rest.admin_api import route
 from tests.support.doubles.gocd_rest.admin_model import (
-    NOT_FOUND,
     User,
     cluster_profile_json,
     message_json,
     validation_failed,
 )
+from tests.support.doubles.gocd_rest.sentences import NOT_FOUND
 from tests.support.migrate_world import (
     CLUSTERS_URL,
     ELASTICS_URL,

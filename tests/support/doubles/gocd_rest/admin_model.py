@@ -52,19 +52,8 @@ PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes-reuse"
 OFFICIAL_PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes"
 DOCS = "https://api.gocd.org/current/"
 
-# HaltApiMessages, LocalizedMessage, and the security filters' sentences, as GoCD writes them.
-NOT_FOUND = (
-    "Either the resource you requested was not found, or you are not authorized to perform this action."
-)
-FILTER_FORBIDDEN = "You are not authorized to access this resource!"
-NOT_AUTHENTICATED = "You are not authenticated!"
-INVALID_TOKEN = "Invalid Personal Access Token."
-TOKEN_WITHOUT_SECURITY = (
-    "Bearer authentication credentials are not required, since security has been disabled on this server."
-)
+# LocalizedMessage and the filters' sentences of the admin API alone (those of every API: sentences.py).
 MAINTENANCE = "Server is in maintenance mode, please try later."  # ModeAwareFilter
-WRONG_ACCEPT = "The url you are trying to reach appears to be incorrect."  # SparkPreFilter, text/plain
-UNRESOLVED = WRONG_ACCEPT  # ApplicationController#unresolved: the same sentence, from Rails
 JSON_EXPECTED = "You must specify a 'Content-Type' of 'application/json'"
 UNSECURED_ENCRYPTED = "encrypted_value cannot be specified to a unsecured property."
 # ApiVersion: the Accept headers GoCD takes at all; each route answers its own version and the latest.
