@@ -32,8 +32,8 @@ from elastic_agent.pool.intents import Plan
 from elastic_agent.pool.state import PoolState
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import FaultKind, PodFault
+from tests.support.doubles.harness import VirtualStack
 
 JOBS = 4
 RUN_S = 1800.0

@@ -1,5 +1,5 @@
 """What `python -m elastic_agent trace` costs a GoCD server: calls and time per trace size, against the
-GoCD REST double of the suite (elastic_agent/simulation/gocd_rest, served over HTTP on loopback), and
+GoCD REST double of the suite (tests/support/doubles/gocd_rest, served over HTTP on loopback), and
 what a nightly re-run on the same output costs.
 
 For each size, a pipeline-shaped week (traces/pipelines.py) is served as GoCD's history, `trace` reads
@@ -31,9 +31,9 @@ from pathlib import Path
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
 from elastic_agent.service.trace_file import state_path
-from elastic_agent.simulation.gocd_rest import World, serve, world_from_trace
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import TraceJob
+from tests.support.doubles.gocd_rest import World, serve, world_from_trace
 
 ORIGIN = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 

@@ -16,7 +16,7 @@ _.api_key, _.api_key_prefix, _.retries, _.refresh_api_key_hook
 # The kubernetes client's last response, dropped when the client is closed (kube/connect.py).
 _.last_response
 
-# Flask routes and hooks, registered by decorator (the fake GoCD admin API: tests/support/gocd_admin_api.py).
+# Flask routes and hooks, registered by decorator (the fake GoCD admin API: tests/support/doubles/gocd_rest/admin_api.py).
 healthz, livez, readyz, metrics_page
 gate, plugin_info, pipeline_groups, create_pipeline, site_urls
 

@@ -1,5 +1,5 @@
-"""Agents as processes: an AgentHost (agents.py) that runs the stand-in agent (standin_agent.py) for each
-pod the simulated kubelet starts, as a container runtime would run the pod's agent container.
+"""Agents as processes: an AgentHost (agents.py) that runs an agent process (`command`) for each pod the
+simulated kubelet starts, as a container runtime would run the pod's agent container.
 
 The process gets the pod's GO_EA_* variables as they are, and STANDIN_SERVER_URL, the agent API of the
 simulated GoCD server on loopback (gocd_agent_api.py), where the stand-in goes instead of GO_EA_SERVER_URL.
@@ -8,8 +8,9 @@ stands for the server's name on a pod network; this host plays that network. Sto
 as the kubelet does, and does not wait (the kubelet's thread must not block); `stop()` ends and reaps every
 process.
 
-What runs is the stand-in agent file with this interpreter by default; `command` may run it otherwise, such
-as a container of the agent image (tests/real/test_agent_image.py): it is given the pod's name and the names
+What runs is `command`'s: the tests' stand-in agent with this interpreter
+(tests/support/doubles/standin_agent.py, `standin_command`), or a container of the agent image
+(tests/real/test_agent_image.py); the demo runs no agent processes. It is given the pod's name and the names
 of the variables, whose values are in its own environment (`podman run -e NAME` takes them from there, so no
 key appears in a command line). Its output goes to a file per stream and, when the kubelet gives a console,
 line by line to the pod's log too, as a container runtime's goes to the kubelet's.
@@ -24,7 +25,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -33,22 +33,17 @@ from typing import IO
 
 from elastic_agent.simulation.agents import Console
 
-STANDIN_AGENT = Path(__file__).resolve().parent / "standin_agent.py"
 SERVER_URL_VAR = "STANDIN_SERVER_URL"
 AgentCommand = Callable[[str, Sequence[str]], list[str]]  # (pod name, variable names) -> argv
 ExitListener = Callable[[str, int], None]  # (pod name, exit code)
-
-
-def standin_command(_pod_name: str, _variables: Sequence[str]) -> list[str]:
-    return [sys.executable, str(STANDIN_AGENT)]
 
 
 class ProcessAgentHost:
     def __init__(
         self,
         server_url: str,
-        extra_env: Mapping[str, str] | None = None,
-        command: AgentCommand = standin_command,
+        extra_env: Mapping[str, str] | None,
+        command: AgentCommand,
     ) -> None:
         """`extra_env`: set in every agent process beside the pod's variables (the stand-in's intervals)."""
         self._server_url = server_url

@@ -3,7 +3,8 @@
 It speaks the REST conventions the plugin relies on (pods CRUD, label selectors, resourceVersion and 409
 on a stale merge patch, watch with timeouts, resume and 410 Gone, events, pod logs, nodes, discovery) on
 top of `FakeKubeStore`, and what a scheduler and a kubelet write (pods/binding, pods/status, events),
-plus fault injection: chosen calls answer an error status or are delayed, the whole server can become
+plus a seam for fault injection (`FakeKubeApi.faults`: chosen calls answer an error status or are
+delayed, given by the tests' tests/support/doubles/fake_kube_faults.py), and the whole server can become
 unreachable, a bearer token can be demanded, and every call can be forbidden. Tokens of service accounts
 can be granted a Role's rules in a namespace (`add_service_account`, `grant`): what they may do is
 decided as RBAC decides it, so that 401 and 403 come as from a real server.
@@ -26,14 +27,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from elastic_agent.clock import Clock, ScaledClock, SystemClock
 from elastic_agent.simulation.fake_kube_disruption import Disruptions
-from elastic_agent.simulation.fake_kube_faults import FaultRules
 from elastic_agent.simulation.fake_kube_logs import log_container
 from elastic_agent.simulation.fake_kube_objects import (
     POD_FIELDS,
@@ -91,11 +91,31 @@ _API_RESOURCES = [
 ]
 
 
+class InjectedFault(Protocol):
+    """What a matching request meets: `delay` real seconds, then `status` (None: the normal answer)."""
+
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def delay(self) -> float: ...
+    @property
+    def message(self) -> str: ...
+
+
+class RequestFaults(Protocol):
+    """The fault injection a test puts into `FakeKubeApi.faults` (tests/support/doubles/fake_kube_faults.py):
+    `latency` real seconds before every request, and the fault, if any, a request meets."""
+
+    @property
+    def latency(self) -> float: ...
+    def take(self, method: str, path: str) -> InjectedFault | None: ...
+
+
 class FakeKubeApi:
     """The WSGI application. Settings a test may flip at any time: `token` (expected bearer token, None:
     any; its holder may do anything, as a cluster admin), `forbidden` (every call 403), `unreachable`
-    (connections are dropped without an answer), `faults`, `watch_poll` (how often an idle watch looks
-    for changes, real seconds), and the service accounts (`add_service_account`, `grant`)."""
+    (connections are dropped without an answer), `faults` (None: none), `watch_poll` (how often an idle watch
+    looks for changes, real seconds), and the service accounts (`add_service_account`, `grant`)."""
 
     def __init__(self, store: FakeKubeStore, token: str | None = None) -> None:
         self.store = store
@@ -104,7 +124,8 @@ class FakeKubeApi:
         self.service_accounts: dict[str, ServiceAccount] = {}  # by bearer token
         self.forbidden = False
         self.unreachable = False
-        self.faults = FaultRules()
+        # A seam, not an injector: the demo has no faults, the tests put theirs here.
+        self.faults: RequestFaults | None = None
         self.watch_poll = 0.05
         self.requests: deque[RequestRecord] = deque(maxlen=100_000)
         self._closed = threading.Event()
@@ -135,11 +156,12 @@ class FakeKubeApi:
         query_string = environ.get("QUERY_STRING", "")
         self.requests.append(RequestRecord(method, path, query_string))
         query = {k: v[-1] for k, v in parse_qs(query_string, keep_blank_values=True).items()}
+        faults = self.faults  # once: a test may put faults in while requests are under way
         try:
-            if self.faults.latency > 0:
-                time.sleep(self.faults.latency)  # network latency: real time, no model time involved
+            if faults is not None and faults.latency > 0:
+                time.sleep(faults.latency)  # network latency: real time, no model time involved
             self._check_auth(environ, method, path, query)
-            fault = self.faults.take(method, path)
+            fault = faults.take(method, path) if faults is not None else None
             if fault is not None:
                 if fault.delay > 0:
                     time.sleep(fault.delay)
@@ -453,10 +475,6 @@ class FakeKubeServer:
         self._host, self._port = host, port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
-
-    @property
-    def faults(self) -> FaultRules:
-        return self.api.faults
 
     @property
     def url(self) -> str:

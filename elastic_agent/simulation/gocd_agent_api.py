@@ -1,7 +1,8 @@
 """The agent-facing HTTP side of the simulated GoCD server: what a GoCD agent process talks to.
 
-An agent that runs in its pod (standin_agent.py, or anything that speaks the same protocol) registers
-and gets work over HTTP, as a real agent does with a real server. Modelled on gocd/gocd:
+An agent that runs in its pod (tests/support/doubles/standin_agent.py, or anything that speaks the same
+protocol) registers and gets work over HTTP, as a real agent does with a real server. Modelled on
+gocd/gocd:
 
 - `GET /go/admin/agent/token?uuid=U`: `AgentRegistrationController.getToken`. The token is the server's
   HMAC-SHA256 of the uuid, base64 (`hmacOf`); refused (409) for a blank uuid or a registered agent.

@@ -2,11 +2,12 @@
 model, each under the server's state lock. A mixin of SimulatedGoCD (gocd_model.py), which owns the state;
 the attributes below are its.
 
-A remote agent is a process of its own (standin_agent.py), so the model does for it only what the real
-server does for a real agent: it assigns work when the agent asks (get_work runs the same should-assign-work
-poll as an in-process agent's timer), finishes a job when the agent reports it completed, and loses an
-agent whose pings stop, `lost_contact_after_s` after the last one. Modelled on gocd/gocd's
-`BuildRepositoryRemoteImpl` (ping, reportCurrentStatus, reportCompleting, reportCompleted, isIgnored)."""
+A remote agent is a process of its own (such as tests/support/doubles/standin_agent.py), so the model
+does for it only what the real server does for a real agent: it assigns work when the agent asks (get_work
+runs the same should-assign-work poll as an in-process agent's timer), finishes a job when the agent reports
+it completed, and loses an agent whose pings stop, `lost_contact_after_s` after the last one. Modelled on
+gocd/gocd's `BuildRepositoryRemoteImpl` (ping, reportCurrentStatus, reportCompleting, reportCompleted,
+isIgnored)."""
 
 from __future__ import annotations
 

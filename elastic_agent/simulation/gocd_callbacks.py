@@ -3,8 +3,9 @@
 `ServerApi.submit(api, version, body)` is GoCD's `GoApplicationAccessor.submit` answered by the simulated
 server: an in-process simulation hands it to the plugin directly. `CallbackApp` puts it behind the bridge
 contract (`POST /gocd/server/<api-name>`, bearer token, `X-GoCD-API-Version`), and `CallbackServer` serves
-that app on loopback from a background thread. Both take `CallbackFaults` (gocd_callback_faults.py): the
-fault matrix makes the endpoint fail, or acts at an exact call of the plugin.
+that app on loopback from a background thread. Both take a `CallbackInterceptor`, the seam through which
+the fault matrix makes the endpoint fail or acts at an exact call of the plugin (the tests'
+tests/support/doubles/gocd_callback_faults.py); without one, every call is answered.
 """
 
 from __future__ import annotations
@@ -16,14 +17,30 @@ import socket
 import threading
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from elastic_agent.simulation.gocd_callback_faults import CallbackFaults, DropConnection
 from elastic_agent.simulation.gocd_model import HealthMessage, SimulatedGoCD
 
 ServerAnswer = tuple[int, str]
+
+
+class DropConnection(ConnectionAbortedError):
+    """Raised inside the WSGI app: the server treats it as a dropped connection and sends nothing."""
+
+
+class CallbackInterceptor(Protocol):
+    """What the callback app asks of the faults it was given, at each call (`api` is the API's name)."""
+
+    def refusal(self, api: str) -> ServerAnswer | None:
+        """The answer instead of GoCD's, or None; may raise DropConnection."""
+
+    def run_hooks(self, api: str, body: str, *, after: bool) -> None:
+        """Before GoCD carries the call out, and after; may raise DropConnection."""
+
+    def record(self, api: str, outcome: str) -> None: ...
+
 
 LIST_AGENTS = "go.processor.elastic-agents.list-agents"
 DISABLE_AGENTS = "go.processor.elastic-agents.disable-agents"
@@ -141,10 +158,10 @@ def _agent_ids(body: Any) -> Iterable[str]:
 class CallbackApp:
     """WSGI app for `POST /gocd/server/<api-name>`, token-checked, as the bridge contract has it."""
 
-    def __init__(self, api: ServerApi, token: str, faults: CallbackFaults | None = None) -> None:
+    def __init__(self, api: ServerApi, token: str, faults: CallbackInterceptor | None = None) -> None:
         self._api = api
         self._expected_authorization = f"Bearer {token}".encode()
-        self.faults = faults or CallbackFaults()
+        self.faults = faults  # read at each call: a test may put faults in while the app serves
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         try:
@@ -174,13 +191,16 @@ class CallbackApp:
         body = environ["wsgi.input"].read(length).decode("utf-8") if length else ""
         version = environ.get("HTTP_X_GOCD_API_VERSION", "")
         api = path[len(_SERVER_PATH_PREFIX) :]
-        refused = self.faults.refusal(api)
+        faults = self.faults
+        if faults is None:
+            return self._api.submit(api, version, body)
+        refused = faults.refusal(api)
         if refused is not None:
             return refused
-        self.faults.run_hooks(api, body, after=False)
+        faults.run_hooks(api, body, after=False)
         answer = self._api.submit(api, version, body)
-        self.faults.run_hooks(api, body, after=True)
-        self.faults.record(api, str(answer[0]))
+        faults.run_hooks(api, body, after=True)
+        faults.record(api, str(answer[0]))
         return answer
 
 
@@ -193,9 +213,15 @@ class _QuietRequestHandler(WSGIRequestHandler):
 class CallbackServer:
     """Serves the callback app on loopback from a daemon thread, one thread per request."""
 
-    def __init__(self, model: SimulatedGoCD, token: str, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._app = CallbackApp(ServerApi(model), token)
-        self.faults = self._app.faults
+    def __init__(
+        self,
+        model: SimulatedGoCD,
+        token: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: CallbackInterceptor | None = None,
+    ) -> None:
+        self._app = CallbackApp(ServerApi(model), token, faults)
         self._host, self._port = host, port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
@@ -213,6 +239,10 @@ class CallbackServer:
             )
             self._thread.start()
         return self.url
+
+    @property
+    def faults(self) -> CallbackInterceptor | None:
+        return self._app.faults
 
     @property
     def url(self) -> str:

@@ -1,7 +1,7 @@
-"""The simulated GoCD server of the in-process simulations (virtual_time.py, harness.py): the server of
-gocd_model.py, sending its requests as values and, when the driver allows it, not simulating the events
-that change nothing. The HTTP stacks use `SimulatedGoCD` itself, which sends JSON text over the bridge
-contract.
+"""The simulated GoCD server of the in-process simulations (virtual_time.py, and the tests'
+tests/support/doubles/harness.py): the server of gocd_model.py, sending its requests as values and, when the
+driver allows it, not simulating the events that change nothing. The HTTP stacks use `SimulatedGoCD` itself,
+which sends JSON text over the bridge contract.
 
 `SimulatedGoCD` is kept whole; this subclass changes what follows, and tests/scenarios/test_fast_path.py and
 tests/scenarios/test_quiet_pings.py show that the skipping leaves every pod, wait and assignment as it was:

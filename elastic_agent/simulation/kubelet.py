@@ -69,7 +69,7 @@ class PodFault:
 
 class PodHost(Protocol):
     """What the kubelet drives: the fake API server's store, or a real API server through its API
-    (apiserver_node.ApiServerNode)."""
+    (tests/support/doubles/apiserver_node.py)."""
 
     nodes: list[str]
 

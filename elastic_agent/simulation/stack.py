@@ -3,7 +3,7 @@ simulated kubelet, and the simulated GoCD server with its callback endpoint, on 
 
 The API server is the project's fake by default (`FakeCluster`: fault injection, any clock); the tests
 on a real kube-apiserver pass a cluster of their own (tests/support/real_cluster.py), driven by the same
-simulated kubelet through the API (apiserver_node.py). A cluster with a real node
+simulated kubelet through the API (tests/support/doubles/apiserver_node.py). A cluster with a real node
 (tests/support/node_stack.py) has no pod host: its own kubelet runs the pods and their agents, which reach the
 simulated server's agent API over loopback, so no simulated kubelet runs. Integration tests and the demo use
 it; the backend can be restarted (a new process would lose exactly what this loses: memory, not pods).
@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from elastic_agent.backend import Backend, ClusterFactory
 from elastic_agent.clock import Clock, ScaledClock
 from elastic_agent.service.wsgi import RunningService, build_backend, kubernetes_cluster, serve_in_background
-from elastic_agent.simulation.agent_processes import AgentCommand, ProcessAgentHost, standin_command
+from elastic_agent.simulation.agent_processes import AgentCommand, ProcessAgentHost
 from elastic_agent.simulation.agents import AgentHost
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.gocd_agent_api import AgentApiServer
@@ -104,7 +104,9 @@ class StackOptions:
     # Each started pod runs the stand-in agent as a process that talks to the agent API over HTTP (these
     # variables added to its environment), instead of the in-process agent of the simulated server.
     agent_processes: dict[str, str] | None = None
-    agent_command: AgentCommand = standin_command  # what runs each agent process
+    # What runs each agent process (the tests' tests/support/doubles/standin_agent.standin_command, or an
+    # image's container): required with agent_processes, since the demo ships no agent to run.
+    agent_command: AgentCommand | None = None
     # Serve the agent API on loopback without agent processes: a real node's pods run the agents.
     agent_api: bool = False
 
@@ -128,6 +130,8 @@ class Stack:
             self.agent_api = AgentApiServer(self.gocd, time_scale=time_scale)
             api_url = self.agent_api.start()
             if self.options.agent_processes is not None:
+                if self.options.agent_command is None:
+                    raise ValueError("agent_processes needs an agent_command: what runs each agent")
                 self.agent_processes = ProcessAgentHost(
                     api_url, self.options.agent_processes, self.options.agent_command
                 )

@@ -1,4 +1,4 @@
-"""The admin API double's security (tests/support/gocd_admin_api.py) answers as GoCD's filters do
+"""The admin API double's security (tests/support/doubles/gocd_rest/admin_api.py) answers as GoCD's filters do
 (server/.../newsecurity: AuthenticationFilterChain, AccessTokenAuthenticationFilter, AuthorizeFilterChain,
 VerifyAuthorityFilter), since the preconfigure's tests rely on it: health and version stay anonymous,
 the admin API refuses an anonymous caller with 401 and a Basic challenge, a token GoCD does not know is
@@ -11,8 +11,8 @@ import json
 import pytest
 from werkzeug.test import TestResponse
 
-from tests.support.gocd_admin_api import PLUGIN_ID, AdminState, app
-from tests.support.gocd_admin_model import ADMIN
+from tests.support.doubles.gocd_rest.admin_api import PLUGIN_ID, AdminState, app
+from tests.support.doubles.gocd_rest.admin_model import ADMIN
 
 TOKEN = "a1" * 20
 PLUGIN_INFO = f"/go/api/admin/plugin_info/{PLUGIN_ID}"

@@ -1,8 +1,9 @@
-"""The GoCD admin API double (tests/support/gocd_admin_api.py, tests/support/gocd_admin_model.py) held against
-gocd/gocd: one test per endpoint this project calls for profiles, each comparing the double's answers with the
-fields the real representer writes, listed here from the source (gocd/gocd at the commit
-tests/support/gocd_admin_model.py names; the file named in each test). A field the double added, dropped or
-typed differently would make migrate-profiles' tests pass against a server that does not exist."""
+"""The GoCD admin API double (tests/support/doubles/gocd_rest/admin_api.py,
+tests/support/doubles/gocd_rest/admin_model.py) held against gocd/gocd: one test per endpoint this project
+calls for profiles, each comparing the double's answers with the fields the real representer writes, listed
+here from the source (gocd/gocd at the commit tests/support/doubles/gocd_rest/admin_model.py names; the file
+named in each test). A field the double added, dropped or typed differently would make migrate-profiles' tests
+pass against a server that does not exist."""
 
 from __future__ import annotations
 
@@ -11,20 +12,18 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from tests.support.gocd_admin_api import app
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_api import app
+from tests.support.doubles.gocd_rest.admin_model import (
     ADMIN,
-    FILTER_FORBIDDEN,
-    NOT_FOUND,
     OFFICIAL_PLUGIN_ID,
     PLUGIN_ID,
-    UNRESOLVED,
     UNSECURED_ENCRYPTED,
     AdminState,
     Plugin,
     User,
     encrypt,
 )
+from tests.support.doubles.gocd_rest.sentences import NOT_AUTHORIZED_RESOURCE, NOT_FOUND, WRONG_URL
 
 ADMIN_TOKEN, USER_TOKEN = "admin-token", "user-token"
 V1, V2, V6, V7 = (f"application/vnd.go.cd.v{n}+json" for n in (1, 2, 6, 7))
@@ -261,7 +260,7 @@ def test_plugin_info_of_a_version_this_gocd_lacks_is_rails_unresolved_404_withou
         headers={"Accept": V7, "Authorization": f"bearer {ADMIN_TOKEN}"},
     )
     assert reply.status_code == 404 and reply.get_json(silent=True) is None
-    assert reply.get_data(as_text=True) == UNRESOLVED
+    assert reply.get_data(as_text=True) == WRONG_URL
     status, answer = call(client, "GET", f"/go/api/admin/plugin_info/{PLUGIN_ID}", V6)
     assert status == 200 and answer["status"] == {"state": "active"}
 
@@ -280,7 +279,7 @@ def test_site_urls_get_has_serversiteurlsconfigrepresenters_fields_and_refuses_a
 
     assert call(client, "GET", "/go/api/admin/config/server/site_urls", V1, USER_TOKEN) == (
         403,
-        {"message": FILTER_FORBIDDEN},
+        {"message": NOT_AUTHORIZED_RESOURCE},
     )
     assert set(call(client, "GET", CLUSTERS, V1, "unknown")[1]) == MESSAGE  # 401, a sentence
     # The security filters run before Spark's routes: an anonymous caller is refused before its Accept

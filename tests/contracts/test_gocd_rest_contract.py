@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import requests
 
-from elastic_agent.simulation.gocd_rest import ServedGoCD, World, serve, world_from_trace
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import DEFAULT_ORIGIN
+from tests.support.doubles.gocd_rest import ServedGoCD, World, serve, world_from_trace
 from tests.support.paths import TEST_DATA
 
 # api/api-stage-instance-v3/.../representers/StageInstanceRepresenter.java (cancelled_by only when Cancelled)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from elastic_agent.simulation.gocd_transport import create_agent_body, encode, server_ping_body
 from elastic_agent.simulation.stack import Stack
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.live_stack import CREATE, PING, wait_until
 
 
@@ -63,7 +64,9 @@ def _ping_and_check_health(stack: Stack) -> bool:
 
 def test_failed_pod_creation_is_explained_in_the_console(make_stack: Callable[..., Stack]) -> None:
     stack = make_stack()
-    stack.kube.faults.add(method="POST", path_pattern=r"/pods$", status=500, times=1, message="etcd is sad")
+    faults_of(stack.kube).add(
+        method="POST", path_pattern=r"/pods$", status=500, times=1, message="etcd is sad"
+    )
     job = stack.gocd.schedule_job("p", "s", "j", stack.elastic_profile(), stack.cluster_profile(), None, 10)
     wait_until(
         lambda: "could not create an agent pod" in stack.gocd.job(job.job_id).console_text, 10, "a line"

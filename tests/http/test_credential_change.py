@@ -10,6 +10,7 @@ from collections.abc import Callable
 from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode, server_ping_body
 from elastic_agent.simulation.stack import Stack
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.live_stack import wait_until
 from tests.support.reuse_helpers import assigned, run_to_idle
 from tests.support.stack_helpers import pod, reuse_profile, schedule
@@ -21,7 +22,7 @@ def test_state_not_yet_written_when_the_credentials_change_reaches_the_pod_after
     stack = make_stack(boot_delay=5)
     profile = reuse_profile(stack)
     first = run_to_idle(stack, schedule(stack, profile))
-    refusing = stack.kube.faults.add("PATCH", r"/pods/", status=503, times=None, message="etcd is busy")
+    refusing = faults_of(stack.kube).add("PATCH", r"/pods/", status=503, times=None, message="etcd is busy")
     second = assigned(stack, schedule(stack, profile, duration=3600))
     assert second.agent_id == first
     wait_until(lambda: refusing.hits >= 2, 10, "the writer to try and fail")
@@ -29,7 +30,7 @@ def test_state_not_yet_written_when_the_credentials_change_reaches_the_pod_after
     rotated = stack.cluster_profile(security_token="a-rotated-token")
     answer = stack.transport.send(REQUEST_PREFIX + "server-ping", encode(server_ping_body([rotated])))
     assert answer[0] == 200, answer
-    stack.kube.faults.clear()
+    faults_of(stack.kube).clear()
 
     def written() -> bool:
         found = pod(stack, first) or {}

@@ -19,8 +19,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from elastic_agent.service.app import create_app
-from elastic_agent.simulation.harness import VirtualStack
 from executors.dispatch import EXECUTORS, PREFIX
+from tests.support.doubles.harness import VirtualStack
 from tests.support.fuzz_strategies import ANY_VALUE, HEADER_TEXT, fuzz_settings, mutated
 from tests.support.stack_helpers import reuse_profile, schedule
 from tests.support.virtual_helpers import run_to_idle, virtual_stack

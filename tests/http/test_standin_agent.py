@@ -1,4 +1,4 @@
-"""The stand-in agent (elastic_agent/simulation/standin_agent.py) as a process of its own, against the agent
+"""The stand-in agent (tests/support/doubles/standin_agent.py) as a process of its own, against the agent
 API of the simulated GoCD server (gocd_agent_api.py) in the HTTP stack: the backend creates the pods, the
 simulated kubelet starts each pod's agent as a process with the pod's GO_EA_* variables
 (agent_processes.py), and everything the agent does goes over HTTP."""
@@ -18,6 +18,7 @@ from elastic_agent.simulation.gocd_agent_api import AgentApiServer
 from elastic_agent.simulation.gocd_model import GoCDConfig, JobState, SimulatedGoCD
 from elastic_agent.simulation.gocd_records import ENV_AGENT_ID, ENV_KEY, ENV_PLUGIN_ID, ENV_SERVER_URL
 from elastic_agent.simulation.stack import Stack, StackOptions, SwitchableTransport
+from tests.support.doubles.standin_agent import standin_command
 from tests.support.live_stack import SPEED, wait_until
 from tests.support.reuse_helpers import completed
 from tests.support.stack_helpers import pod, reuse_profile
@@ -30,7 +31,9 @@ GRACE_PERIOD_S = 30.0
 @pytest.fixture
 def stack() -> Iterator[Stack]:
     # LostContact one simulated minute (a second) after the last ping, to see it within the test.
-    options = StackOptions(gocd=GoCDConfig(lost_contact_after_s=60.0), agent_processes=FAST_AGENT)
+    options = StackOptions(
+        gocd=GoCDConfig(lost_contact_after_s=60.0), agent_processes=FAST_AGENT, agent_command=standin_command
+    )
     running = Stack(ScaledClock(SPEED), options)
     yield running
     running.stop()

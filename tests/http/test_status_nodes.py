@@ -21,6 +21,7 @@ from elastic_agent.clock import SystemClock
 from elastic_agent.kube.nodes import node_view, quantity_value, readable_bytes, readable_cpu
 from elastic_agent.simulation.stack import Stack, StackOptions
 from elastic_agent.status.nodes import NODES_RBAC
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.live_stack import wait_until
 from tests.support.paths import ROOT
 from tests.support.reuse_helpers import assigned
@@ -90,7 +91,7 @@ def test_with_the_shipped_cluster_role_the_nodes_are_listed(stack: Stack) -> Non
 
 def test_a_node_list_that_times_out_is_one_line(stack: Stack) -> None:
     stack.kube.api.grant(TOKEN, None, CLUSTER_ROLE["rules"])
-    stack.kube.faults.add("GET", r"^/api/v1/nodes$", status=None, delay=4.0, times=1)
+    faults_of(stack.kube).add("GET", r"^/api/v1/nodes$", status=None, delay=4.0, times=1)
     shown = note(page(stack))
     cannot = f"Nodes are not shown: cannot reach the Kubernetes API at {stack.kube.url} (nodes):"
     assert shown.startswith(cannot)

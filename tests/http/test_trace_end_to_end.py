@@ -1,5 +1,5 @@
 """`trace` end to end: a fake GoCD server that answers over HTTP as gocd/gocd's source says
-(elastic_agent/simulation/gocd_rest) serves a pipeline-shaped history with the cases a trace must get
+(tests/support/doubles/gocd_rest) serves a pipeline-shaped history with the cases a trace must get
 right (run instances, a stage re-run with a copied job, a rescheduled job, cancelled runs, runs still
 going, a static job, a template, a group only administrators see); `trace` reads it, and the trace holds
 every elastic job run of the window with its wait and duration, checked against the server's own ground
@@ -21,9 +21,9 @@ import pytest
 
 from elastic_agent.clock import ManualClock
 from elastic_agent.service import trace_command
-from elastic_agent.simulation.gocd_rest import Faults, ServedGoCD, World, serve, world_from_trace
-from elastic_agent.simulation.gocd_rest.server import PROXY_STATUSES
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
+from tests.support.doubles.gocd_rest import Faults, ServedGoCD, World, serve, world_from_trace
+from tests.support.doubles.gocd_rest.server import PROXY_STATUSES
 
 ORIGIN = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday
 

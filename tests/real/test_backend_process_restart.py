@@ -31,6 +31,7 @@ from elastic_agent.simulation.gocd_transport import (
 from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.stack import ClusterUnderTest, FakeCluster, SwitchableTransport
 from tests.support.backend_process import BackendProcess
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.live_stack import SPEED, wait_until
 from tests.support.real_cluster import RealCluster
 from tests.support.real_kube_fixtures import real_kube, real_kube_binaries
@@ -159,8 +160,8 @@ def test_sigterm_answers_the_request_in_flight_writes_the_queued_pod_states_and_
     wait_until(idle, 10, "both pods to be idle")
     # The writer is slow on purpose: the next patch takes 3 s, so a second pod's change still waits in
     # its queue behind it when the service has answered the request in flight (a creation of 0.5 s).
-    world.kube.faults.add("PATCH", r"/pods/", status=None, delay=3.0, times=1)
-    world.kube.faults.add("POST", r"/pods$", status=None, delay=0.5, times=1)
+    faults_of(world.kube).add("PATCH", r"/pods/", status=None, delay=3.0, times=1)
+    faults_of(world.kube).add("POST", r"/pods$", status=None, delay=0.5, times=1)
 
     cluster = world.cluster_profile()
     seconds = [

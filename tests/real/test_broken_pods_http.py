@@ -1,7 +1,8 @@
 """Broken pods told through the whole served stack: the backend over HTTP (its console lines sent from
 the narrator's thread, its health messages through GoCD's callback endpoint), in scaled time, on the
-fake API server and on the real kube-apiserver with the node stand-in (apiserver_node.py) writing the
-kubelet's statuses. tests/scenarios/test_broken_pods.py holds the behaviour in detail, in virtual time."""
+fake API server and on the real kube-apiserver with the node stand-in
+(tests/support/doubles/apiserver_node.py) writing the kubelet's statuses. tests/scenarios/test_broken_pods.py
+holds the behaviour in detail, in virtual time."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The broken pods' statuses on the real kube-apiserver: the node stand-in (apiserver_node.py) writes what
-the simulated kubelet says of a pod that cannot run through `pods/binding` and `pods/status`, the real
-server accepts it, and the adapter, with only the project's Role, reads it into the pod view the pool
-judges (kube/pod_status.py, pool/broken.py). A real node runs the real kubelet instead; this
-keeps the stand-in's statuses of the same shape as the fake's."""
+"""The broken pods' statuses on the real kube-apiserver: the node stand-in
+(tests/support/doubles/apiserver_node.py) writes what the simulated kubelet says of a pod that cannot run
+through `pods/binding` and `pods/status`, the real server accepts it, and the adapter, with only the project's
+Role, reads it into the pod view the pool judges (kube/pod_status.py, pool/broken.py). A real node runs the
+real kubelet instead; this keeps the stand-in's statuses of the same shape as the fake's."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ import pytest
 from elastic_agent.simulation.gocd_records import HealthMessage
 from elastic_agent.simulation.stack import Stack
 from tests.support.control_plane import Binaries, ControlPlane
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.fault_cases import CASES, WatchGone
 from tests.support.fault_churn import CaseResult, Churn, run_case
 from tests.support.real_kube_fixtures import compacting_kube, real_kube_binaries
@@ -166,12 +167,12 @@ def test_pods_refused_for_minutes_are_a_few_log_lines_and_one_unchanging_health_
     stack.gocd.replace_health_messages = record  # type: ignore[method-assign]
     caplog.set_level(logging.WARNING)
     # As the real server's refusals, each names the pod it refused.
-    refusals = [stack.kube.faults.add("POST", r"/pods$", status=403, times=1,
+    refusals = [faults_of(stack.kube).add("POST", r"/pods$", status=403, times=1,
                                       message=QUOTA_MESSAGE.format(name=f"k8s-ea-{n:04d}"))
                 for n in range(1000)]  # fmt: skip
     jobs = [schedule(stack, stack.elastic_profile(), name=f"refused-{n}") for n in range(5)]
     stack.clock.sleep(600)
-    stack.kube.faults.clear()
+    faults_of(stack.kube).clear()
     for job in jobs:
         completed(stack, job, timeout_s=60)
     assert sum(r.hits for r in refusals) >= 20, "GoCD kept asking for pods all along"

@@ -21,6 +21,7 @@ from elastic_agent.simulation.gocd_callbacks import DISABLE_AGENTS, LIST_AGENTS,
 from elastic_agent.simulation.gocd_model import SimulatedGoCD
 from elastic_agent.simulation.stack import Stack, SwitchableTransport
 from tests.support.control_plane import ControlPlane
+from tests.support.doubles.gocd_callback_faults import CallbackFaults, callback_faults_of
 from tests.support.fault_backend_churn import (
     CallbackOutage,
     CaseResult,
@@ -42,7 +43,7 @@ HEADERS = {"Authorization": "Bearer t", "X-GoCD-API-Version": "1.0"}
 @pytest.fixture
 def callbacks() -> Iterator[CallbackServer]:
     gocd = SimulatedGoCD(ManualClock(), SwitchableTransport())
-    server = CallbackServer(gocd, token="t")
+    server = CallbackServer(gocd, token="t", faults=CallbackFaults())
     server.start()
     yield server
     server.stop()
@@ -57,17 +58,17 @@ def call(server: CallbackServer, api: str, body: object = None, timeout_s: float
 
 
 def test_a_503_outage_answers_every_callback_503_until_it_recovers(callbacks: CallbackServer) -> None:
-    callbacks.faults.outage("503")
+    callback_faults_of(callbacks).outage("503")
     assert call(callbacks, LIST_AGENTS).status_code == 503
-    callbacks.faults.recover()
+    callback_faults_of(callbacks).recover()
     assert call(callbacks, LIST_AGENTS).status_code == 200
-    assert [c.outcome for c in callbacks.faults.outcomes()] == ["503", "200"]
+    assert [c.outcome for c in callback_faults_of(callbacks).outcomes()] == ["503", "200"]
 
 
 def test_a_hung_callback_gets_no_answer_and_its_connection_closes_when_the_outage_ends(
     callbacks: CallbackServer,
 ) -> None:
-    callbacks.faults.outage("hang")
+    callback_faults_of(callbacks).outage("hang")
     failures: list[BaseException] = []
 
     def hung_call() -> None:
@@ -80,7 +81,7 @@ def test_a_hung_callback_gets_no_answer_and_its_connection_closes_when_the_outag
     caller.start()
     caller.join(1.0)
     assert caller.is_alive(), "no answer while the outage lasts"
-    callbacks.faults.recover()
+    callback_faults_of(callbacks).recover()
     caller.join(30)
     # Closed at the outage's end, not left open until the caller's own timeout (60 s here, 10 s in the
     # backend): a server keeping the connection for a next request would hold the caller that long.
@@ -93,14 +94,14 @@ def test_a_hook_acts_once_at_the_first_call_it_matches_and_can_drop_that_call(
     callbacks: CallbackServer,
 ) -> None:
     seen: list[str] = []
-    callbacks.faults.when(DISABLE_AGENTS, seen.append, after=False, drop=True,
+    callback_faults_of(callbacks).when(DISABLE_AGENTS, seen.append, after=False, drop=True,
                           condition=lambda body: "pod-2" in body)  # fmt: skip
     assert call(callbacks, DISABLE_AGENTS, [{"agent_id": "pod-1"}]).status_code == 200  # not its call
     with pytest.raises(requests.ConnectionError):
         call(callbacks, DISABLE_AGENTS, [{"agent_id": "pod-2"}])
     assert seen == ['[{"agent_id": "pod-2"}]']
     assert call(callbacks, DISABLE_AGENTS, [{"agent_id": "pod-2"}]).status_code == 200  # once only
-    assert [c.outcome for c in callbacks.faults.outcomes()] == ["200", "dropped", "200"]
+    assert [c.outcome for c in callback_faults_of(callbacks).outcomes()] == ["200", "dropped", "200"]
 
 
 def assert_recovered(result: CaseResult) -> None:

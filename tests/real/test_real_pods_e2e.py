@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from elastic_agent.pool.labels import ANN_STATE, LABEL_BUSY
 from elastic_agent.simulation.gocd_model import Job
-from elastic_agent.simulation.standin_agent import SIGTERM_EXIT
+from tests.support.doubles.standin_agent import SIGTERM_EXIT
 from tests.support.live_stack import wait_until
 from tests.support.node_stack import (
     GRACE_PERIOD_S,

@@ -40,6 +40,7 @@ from elastic_agent.simulation.gocd_transport import (
 from elastic_agent.simulation.stack import Stack
 from tests.support.backend_process import BackendProcess
 from tests.support.control_plane import ControlPlane
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.live_stack import wait_until
 from tests.support.real_cluster import make_real_stack
 from tests.support.real_kube_fixtures import real_kube, real_kube_binaries
@@ -272,7 +273,9 @@ def _process_requests(
 def test_the_backend_process_writes_no_secret_to_its_log_at_debug() -> None:
     kube = FakeKubeServer(token=SECURITY_TOKEN)
     kube_url = kube.start()
-    kube.faults.add("POST", r"/pods$", status=403, times=1, message="pods is forbidden: exceeded quota: q")
+    faults_of(kube).add(
+        "POST", r"/pods$", status=403, times=1, message="pods is forbidden: exceeded quota: q"
+    )
     gocd = SimulatedGoCD(ManualClock(), HttpPluginTransport("http://127.0.0.1:1", "-", "-"), GoCDConfig())
     callbacks = CallbackServer(gocd, BRIDGE_TOKEN)
     callback_url = callbacks.start()

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from elastic_agent.pool.cluster_pool import ClusterPool
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.status.pages import render_cluster_status
 from tests.support import browser
 from tests.support.broken_world import (
@@ -29,6 +28,7 @@ from tests.support.broken_world import (
     console,
     restarting_pod,
 )
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import assigned, completed
 

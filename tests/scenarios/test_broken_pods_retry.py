@@ -15,9 +15,9 @@ import pytest
 
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import PodFault
 from tests.support.broken_world import MISSING, Faults, broken_stack, console
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import reuse_profile, schedule
 
 FLAKY = "registry.example.test/gocd-agent:flaky"

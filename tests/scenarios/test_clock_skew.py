@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from elastic_agent.simulation.fake_kube_store import Obj
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import PodFault
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import completed
 

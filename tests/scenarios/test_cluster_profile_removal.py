@@ -17,8 +17,8 @@ from elastic_agent.clock import Clock
 from elastic_agent.kube.connect import ConnectError
 from elastic_agent.kube.port import ClusterPort
 from elastic_agent.pool.pods import PodIdentity
-from elastic_agent.simulation.harness import VirtualStack
 from profiles.cluster import ClusterProfile
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule, state
 from tests.support.virtual_helpers import assigned, completed, run_to_idle, virtual_stack
 

@@ -8,10 +8,10 @@ import re
 from typing import Any
 
 from elastic_agent.pool import labels
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.status.pages import render_cluster_status
 from profiles.cluster import ClusterProfile
 from profiles.fingerprint import label_form
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import annotation, pod_names, reuse_profile, schedule
 from tests.support.status_scene import parse, row_of, text_of
 from tests.support.virtual_helpers import assigned, completed, run_to_idle, virtual_stack

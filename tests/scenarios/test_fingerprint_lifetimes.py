@@ -4,7 +4,7 @@ and go for days keeps only the current ones. In virtual time."""
 
 from __future__ import annotations
 
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import assigned, completed
 

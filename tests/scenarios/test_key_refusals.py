@@ -19,10 +19,10 @@ from elastic_agent.redaction import HIDDEN
 from elastic_agent.service.app import create_app
 from elastic_agent.simulation.gocd_records import HealthMessage
 from elastic_agent.simulation.gocd_registration import UNKNOWN_KEY, refusal_log_line
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.status.agent import render_agent_status
 from elastic_agent.status.pages import render_cluster_status
+from tests.support.doubles.harness import VirtualStack
 from tests.support.key_refusal_world import refused_scenario, two_idle_pods_and_a_banked_key
 from tests.support.predict_traces import FIXED, PREDICT, two_stages
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule

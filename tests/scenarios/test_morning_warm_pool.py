@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from elastic_agent.gocd.messages import cluster_profile
 from elastic_agent.pool import labels
 from elastic_agent.pool.key_lifetime import WARM_POOL
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import annotation, pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import completed, run_to_idle, virtual_stack
 

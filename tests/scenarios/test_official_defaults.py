@@ -20,9 +20,9 @@ import pytest
 from elastic_agent.gocd import messages
 from elastic_agent.kube.namespace import BlankNamespace, find_blank_namespace
 from elastic_agent.simulation.gocd_model import GoCDConfig
-from elastic_agent.simulation.harness import VirtualStack
 from profiles import ElasticProfile, ProfileError, render_pod_template
 from profiles.server_url import pods_server_url
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod, reuse_profile, schedule
 from tests.support.virtual_helpers import completed, run_to_idle
 

@@ -13,7 +13,7 @@ from elastic_agent.simulation.gocd_transport import (
     server_ping_body,
     should_assign_work_body,
 )
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.live_stack import ASSIGN, COMPLETE, CREATE, PING
 from tests.support.virtual_helpers import virtual_stack
 

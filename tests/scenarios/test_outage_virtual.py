@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from elastic_agent.pool.backoff import Backoff
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule, state
 from tests.support.virtual_helpers import completed, virtual_stack
 

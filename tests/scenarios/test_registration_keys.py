@@ -10,7 +10,7 @@ from elastic_agent.gocd.messages import JobIdentifier, cluster_profile
 from elastic_agent.pool.fingerprints import HeldKey
 from elastic_agent.pool.keys import KEY_LIFETIME_S, RegistrationKeys
 from elastic_agent.simulation.gocd_model import ENV_KEY
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import reuse_profile, schedule
 from tests.support.virtual_helpers import run_to_idle, virtual_stack
 

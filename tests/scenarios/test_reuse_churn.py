@@ -19,9 +19,9 @@ from elastic_agent.clock import SystemClock
 from elastic_agent.pool import labels
 from elastic_agent.pool.job_spec import JobSpecs
 from elastic_agent.simulation.gocd_model import Job, JobState
-from elastic_agent.simulation.harness import VirtualStack
 from profiles.cluster import ClusterProfile
 from profiles.fingerprint import label_form
+from tests.support.doubles.harness import VirtualStack
 from tests.support.virtual_helpers import virtual_stack
 
 # Simulated seconds a ping may take to be answered and its retirements to show on the cluster.

@@ -22,13 +22,13 @@ import pytest
 from elastic_agent.clock import ManualClock
 from elastic_agent.pool import labels
 from elastic_agent.service.period_timer import PeriodTimer
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.run_settings import START
 from elastic_agent.status.pages import render_cluster_status
 from profiles.cluster import ClusterProfile
 from profiles.schedule import Knobs, ScheduleError, parse_schedule
 from profiles.validation import validate_elastic_profile
 from tests.support import browser
+from tests.support.doubles.harness import VirtualStack
 from tests.support.live_stack import wait_until
 from tests.support.stack_helpers import annotation, pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import completed, run_to_idle, virtual_stack

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from elastic_agent.simulation.gocd_model import Job
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule, state
 from tests.support.virtual_helpers import completed, virtual_stack
 

@@ -21,10 +21,10 @@ from elastic_agent.simulation.gocd_transport import (
     server_ping_body,
     should_assign_work_body,
 )
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess import OneGoCDServer
 from executors.base import RequestContext
 from executors.server_ping import server_ping
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import schedule
 from tests.support.virtual_helpers import completed
 

@@ -14,9 +14,9 @@ from elastic_agent.pool import labels
 from elastic_agent.pool.cluster_pool import ClusterPool
 from elastic_agent.pool.key_lifetime import figures
 from elastic_agent.simulation.gocd_registration import DUPLICATE_REASON, SPENT_KEY
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.status.pages import render_cluster_status
 from tests.support.broken_world import broken_stack, restarting_pod
+from tests.support.doubles.harness import VirtualStack
 from tests.support.key_refusal_world import refused_scenario
 from tests.support.stack_helpers import annotation, pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import completed, virtual_stack

@@ -6,7 +6,7 @@ from __future__ import annotations
 from elastic_agent.pool import labels
 from elastic_agent.simulation.gocd_records import Job
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode, job_completion_body
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import annotation, reuse_profile, schedule, state
 from tests.support.virtual_helpers import assigned, run_to_idle
 

@@ -1,4 +1,4 @@
-"""The agent image: the stand-in GoCD agent (elastic_agent/simulation/standin_agent.py) on Debian's python3,
+"""The agent image: the stand-in GoCD agent (tests/support/doubles/standin_agent.py) on Debian's python3,
 made from Debian's packages and written as an OCI archive, for pods that really run.
 
 No Docker engine or Docker Hub is needed: mmdebstrap makes a bookworm `minbase` root filesystem with
@@ -35,7 +35,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elastic_agent.simulation import standin_agent
 from tests.support.container_image import (
     APT_OPTIONS,
     DPKG_OPTIONS,
@@ -46,6 +45,7 @@ from tests.support.container_image import (
     _run,
     install_tools,
 )
+from tests.support.doubles import standin_agent
 
 CACHE = Path(os.environ.get("AGENT_IMAGE_CACHE", Path.home() / ".cache" / "gocd-reuse-agent-image"))
 REPOSITORY = "localhost/gocd-reuse-standin-agent"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.kubelet import PodFault
+from tests.support.doubles.harness import VirtualStack
 
 MISSING = "registry.example.test/gocd-agent:does-not-exist"
 CRASHING = "registry.example.test/gocd-agent:exits-at-start"

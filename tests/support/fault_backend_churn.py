@@ -6,10 +6,10 @@ The faults: the backend killed with SIGKILL between disabling an agent and delet
 deleting the pod and deleting the agent (the retirement's order is in pool/applier.py: retiring mark
 written, agent disabled, pod deleted, agent deleted); and GoCD's callback endpoint answering 503, or not
 answering, for two minutes of scaled time. The exact moment of a kill comes from the simulated GoCD's
-callback endpoint (simulation/gocd_callback_faults.py), not from a hook in the product: the kill happens
-once GoCD has disabled the agents and before the backend hears so, or when the backend asks GoCD to
-delete agents whose pods it has just deleted, before GoCD does. A new backend process starts a moment
-later (as the sidecar's container is restarted) and must finish the retirement it finds half done.
+callback endpoint (tests/support/doubles/gocd_callback_faults.py), not from a hook in the product: the kill
+happens once GoCD has disabled the agents and before the backend hears so, or when the backend asks GoCD to
+delete agents whose pods it has just deleted, before GoCD does. A new backend process starts a moment later
+(as the sidecar's container is restarted) and must finish the retirement it finds half done.
 
 The world (tests/support/process_world.py): GoCD, the kubelet and every backend process run on one scaled
 clock, so pod annotations written by the killed backend mean the same to the next one; GoCD's pings and
@@ -96,7 +96,7 @@ class KillDuringRetirement(Fault):
             ids = _agent_ids(body)
             return bool(ids) and not set(ids) & world.live_pod_names()
 
-        faults = world.callbacks.faults
+        faults = world.callback_faults
         if self.after_disable:
             faults.when(DISABLE_AGENTS, kill, after=True, condition=pods_still_there, drop=True)
         else:
@@ -159,19 +159,19 @@ class CallbackOutage(Fault):
             self.name += f" for {hold_s * SPEED / 60:g} min"
 
     def inject(self, world: ProcessWorld) -> None:
-        world.callbacks.faults.outage("503" if self.mode == "503" else "hang")
+        world.callback_faults.outage("503" if self.mode == "503" else "hang")
 
     def settle(self, world: ProcessWorld, result: CaseResult) -> None:
         time.sleep(self.hold_s)
-        world.callbacks.faults.recover()
+        world.callback_faults.recover()
         ended = time.monotonic()
-        wait_until(lambda: any(c.outcome == "200" for c in world.callbacks.faults.outcomes(ended)), 60,
+        wait_until(lambda: any(c.outcome == "200" for c in world.callback_faults.outcomes(ended)), 60,
                    "a callback to succeed after the outage")  # fmt: skip
-        first = next(c for c in world.callbacks.faults.outcomes(ended) if c.outcome == "200")
+        first = next(c for c in world.callback_faults.outcomes(ended) if c.outcome == "200")
         result.first_ok_s = round(first.at - ended, 2)
 
     def check(self, world: ProcessWorld, result: CaseResult) -> list[str]:
-        failed = [c for c in world.callbacks.faults.outcomes() if c.outcome in ("503", "dropped")]
+        failed = [c for c in world.callback_faults.outcomes() if c.outcome in ("503", "dropped")]
         return [] if failed else ["no callback failed during the outage"]
 
 
@@ -269,7 +269,7 @@ def _churn(world: ProcessWorld, fault: Fault, churn: Churn, result: CaseResult, 
     result.health_after = [f"{m.type}: {m.message}" for m in gocd.health_messages]
     result.violations = gocd.invariant_violations()
     result.registrations_refused = len(gocd.refusals)
-    result.callbacks_failed = sum(1 for c in world.callbacks.faults.outcomes() if c.outcome != "200")
+    result.callbacks_failed = sum(1 for c in world.callback_faults.outcomes() if c.outcome != "200")
     result.requests_failed = len(gocd.stats.non_200_answers) + len(world.threads.failures)
     result.leftovers = sorted(world.live_pod_names()) + [a.agent_id for a in gocd.agents()]
 

@@ -177,7 +177,7 @@ def only_sentence(err: str) -> str:
 
 FORBIDDEN = {"message": "You are not authorized to perform this action."}  # HaltApiMessages.forbiddenMessage
 # /api/admin/** is refused to a user who is not an administrator by the security filters first (newsecurity
-# AuthorizeFilterChain), with their own message (elastic_agent/simulation/gocd_rest/app.py).
+# AuthorizeFilterChain), with their own message (tests/support/doubles/gocd_rest/app.py).
 NOT_ADMIN = {"message": "You are not authorized to access this resource!"}
 
 

@@ -4,7 +4,7 @@ tests of refused keys)."""
 from __future__ import annotations
 
 from elastic_agent.simulation.gocd_registration import EXPIRED_KEY
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import pod_names, reuse_profile, schedule
 from tests.support.virtual_helpers import completed, virtual_stack
 

@@ -1,6 +1,6 @@
 """What the migrate-profiles tests share: a GoCD holding the official plugin's profiles (the admin API
-double, tests/support/gocd_admin_api.py, through `responses`), the fixtures, and the helpers that run the
-command and read what it sent. The profiles' settings are written as GoCD stores and lists them
+double, tests/support/doubles/gocd_rest/admin_api.py, through `responses`), the fixtures, and the helpers that
+run the command and read what it sent. The profiles' settings are written as GoCD stores and lists them
 (ConfigurationPropertyRepresenter: a blank one is the key alone; a secure one its cipher text)."""
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ import responses
 
 from elastic_agent.cli import main
 from elastic_agent.service import migrate
-from tests.support.gocd_admin_model import ADMIN, OFFICIAL_PLUGIN_ID, PLUGIN_ID, AdminState, encrypt
+from tests.support.doubles.gocd_rest.admin_model import (
+    ADMIN,
+    OFFICIAL_PLUGIN_ID,
+    PLUGIN_ID,
+    AdminState,
+    encrypt,
+)
 
 SERVER = "https://gocd.example.com/go"
 CLUSTERS_URL = SERVER + "/api/admin/elastic/cluster_profiles"

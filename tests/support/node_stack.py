@@ -43,6 +43,7 @@ from elastic_agent.simulation.stack import Stack, StackOptions
 from profiles.quantities import parse_cpu
 from tests.support import node_images
 from tests.support.agent_image import AgentImage, build
+from tests.support.doubles.standin_agent import standin_command
 from tests.support.paths import ROOT
 from tests.support.real_cluster import SERVICE_ACCOUNT, project_role
 from tests.support.real_node import RealNode
@@ -156,7 +157,8 @@ def as_the_node_would(pod: Obj) -> PodFault | None:
 def fake_stack(**gocd: Any) -> Stack:
     """The same on the fake cluster: the simulated kubelet starts each pod's stand-in agent as a process."""
     options = StackOptions(boot_delay=BOOT_DELAY_S, gocd=GoCDConfig(**{**FAST_GOCD, **gocd}),
-                           agent_processes={}, faults=as_the_node_would)  # fmt: skip
+                           agent_processes={}, agent_command=standin_command,
+                           faults=as_the_node_would)  # fmt: skip
     stack = Stack(SystemClock(), options)
     apply_busy_budget(fake_admin(stack.kube.url), options.namespace)
     return stack

@@ -27,6 +27,7 @@ from elastic_agent.simulation.kubelet import SimulatedKubelet
 from elastic_agent.simulation.stack import SwitchableTransport
 from tests.support.backend_process import BackendProcess
 from tests.support.control_plane import ControlPlane
+from tests.support.doubles.gocd_callback_faults import CallbackFaults
 from tests.support.real_cluster import RealCluster
 
 SPEED = 30.0  # simulated seconds per real second, as tests/support/real_cluster.py
@@ -79,7 +80,9 @@ class ProcessWorld:
         self.transport = SwitchableTransport()
         self.threads = GoCDThreads(self.transport)
         self.gocd = SimulatedGoCD(self.clock, self.threads, GoCDConfig())
-        self.callbacks = CallbackServer(self.gocd, TOKEN)
+        # The fault matrix's callback faults, recording every call from the first.
+        self.callback_faults = CallbackFaults()
+        self.callbacks = CallbackServer(self.gocd, TOKEN, faults=self.callback_faults)
         self.callback_url = self.callbacks.start()
         self.kubelet = SimulatedKubelet(self.cluster.pod_host, self.clock, self.gocd, boot_delay=10.0)
         self.backends: list[BackendProcess] = []

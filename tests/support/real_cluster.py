@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from elastic_agent.clock import ScaledClock
-from elastic_agent.simulation.apiserver_node import ApiServerNode
 from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.kubelet import FaultPolicy, PodHost
 from elastic_agent.simulation.stack import Stack, StackOptions
 from tests.support.control_plane import ControlPlane
+from tests.support.doubles.apiserver_node import ApiServerNode
 from tests.support.paths import ROOT
 
 ROLE_FILE = ROOT / "docker" / "kubernetes" / "rbac" / "role.yaml"

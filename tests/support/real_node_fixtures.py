@@ -12,7 +12,7 @@ into the node's containerd, and `real_node.test_image` is the Debian image alrea
 `hostNetwork: true` and `imagePullPolicy: Never` (or IfNotPresent) with an imported image.
 
 The control plane is not the session's `real_kube`: tests there create pods that must never run (or
-that elastic_agent/simulation/apiserver_node.py moves by hand), and a scheduler would bind them. The node
+that tests/support/doubles/apiserver_node.py moves by hand), and a scheduler would bind them. The node
 runs once per session under a machine-wide lock (two sessions on one machine take turns; the kubelet owns
 the machine's pod cgroups). Like the control plane, it needs building (Go) and root (containerd): where
 it cannot run, its tests are skipped with the reason on a developer's machine and fail with CI=true."""

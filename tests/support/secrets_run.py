@@ -36,6 +36,7 @@ from elastic_agent.simulation.gocd_model import GoCDConfig
 from elastic_agent.simulation.gocd_records import HealthMessage
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, create_agent_body, encode
 from elastic_agent.simulation.stack import FakeCluster, Stack, StackOptions
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.live_stack import wait_until
 from tests.support.secret_search import Records, Secret, every_log_record
 from tests.support.secret_values import (
@@ -290,15 +291,15 @@ def _drive(stack: Stack, sinks: Sinks, template_port: int) -> Run:
         "RemoteFile": f"http://127.0.0.1:{closed_port()}/pod.yaml?access_token={REMOTE_QUERY_SECRET}",
     }
     # Kubernetes refuses the first pods (a quota, then an internal error), and an annotation write.
-    stack.kube.faults.add(
+    faults_of(stack.kube).add(
         "POST",
         r"/pods$",
         status=403,
         times=2,
         message='pods "x" is forbidden: exceeded quota: compute, requested: pods=1',
     )
-    stack.kube.faults.add("POST", r"/pods$", status=500, times=1, message="etcdserver: request timed out")
-    stack.kube.faults.add("PATCH", r"/pods/", status=500, times=2, message="etcdserver: leader changed")
+    faults_of(stack.kube).add("POST", r"/pods$", status=500, times=1, message="etcdserver: request timed out")
+    faults_of(stack.kube).add("PATCH", r"/pods/", status=500, times=2, message="etcdserver: leader changed")
     gocd.start()
     good = [gocd.schedule_job("build", "compile", f"unit-{i}", reuse, cluster, None, 90) for i in range(3)]
     good.append(gocd.schedule_job("build", "compile", "template", template, cluster, "production", 60))

@@ -1,11 +1,11 @@
-"""Helpers for scenarios in virtual time (elastic_agent.simulation.harness.VirtualStack)."""
+"""Helpers for scenarios in virtual time (tests.support.doubles.harness.VirtualStack)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
-from elastic_agent.simulation.harness import VirtualStack
+from tests.support.doubles.harness import VirtualStack
 from tests.support.stack_helpers import state
 
 

@@ -1,12 +1,12 @@
 """The values' own preconfigure (docker/helm/values-gocd.yaml, `server.preconfigureCommand`): run as the
 chart runs it, the command list exactly as written, with the real bash and curl, against GoCD's REST API
-served on loopback (tests/support/gocd_admin_api.py, modelled on gocd/gocd's controllers). A fresh install
-gets this plugin's cluster profile, a reuse elastic profile and a pipeline whose second job runs on the first
-job's pod (an existing server with pipelines gets the profiles alone); nothing makes the hook fail,
-which would make Kubernetes restart the server container. On a server with security on it uses an
-admin's token, or stops at the first refusal with one line in the container's log, so that the pod
-(out of its Service while the hook runs) is not held back; and it writes nothing to /godata before GoCD
-answers, leaving /godata/logs to the image's entrypoint."""
+served on loopback (tests/support/doubles/gocd_rest/admin_api.py, modelled on gocd/gocd's controllers). A
+fresh install gets this plugin's cluster profile, a reuse elastic profile and a pipeline whose second job runs
+on the first job's pod (an existing server with pipelines gets the profiles alone); nothing makes the hook
+fail, which would make Kubernetes restart the server container. On a server with security on it uses an
+admin's token, or stops at the first refusal with one line in the container's log, so that the pod (out of its
+Service while the hook runs) is not held back; and it writes nothing to /godata before GoCD answers, leaving
+/godata/logs to the image's entrypoint."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import pytest
 import yaml
 
 from elastic_agent.simulation.gocd_model import GoCDConfig, Job
-from elastic_agent.simulation.harness import VirtualStack
-from tests.support.gocd_admin_api import PLUGIN_ID, AdminState, serving
-from tests.support.gocd_admin_model import ADMIN
+from tests.support.doubles.gocd_rest.admin_api import PLUGIN_ID, AdminState, serving
+from tests.support.doubles.gocd_rest.admin_model import ADMIN
+from tests.support.doubles.harness import VirtualStack
 from tests.support.gocd_chart import charts_script_runs, server_pod
 from tests.support.paths import ROOT
 from tests.support.virtual_helpers import completed

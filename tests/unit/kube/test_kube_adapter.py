@@ -15,6 +15,7 @@ from elastic_agent.kube.port import ClusterError, Conflict, Forbidden, NotFound,
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore
 from tests.support import kube_fixtures
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.kube_fixtures import NS, pod_manifest, wait_for
 
 fake_kube = kube_fixtures.fake_kube  # fixture
@@ -119,12 +120,12 @@ def test_relists_after_410_gone(fake_kube: FakeKubeServer, cluster: KubeCluster)
 
 
 def test_recovers_after_injected_errors(fake_kube: FakeKubeServer, cluster: KubeCluster) -> None:
-    fake_kube.faults.add(method="GET", path_pattern=r"/pods$", status=500, times=3)
+    faults_of(fake_kube).add(method="GET", path_pattern=r"/pods$", status=500, times=3)
     fake_kube.api.cut_streams()
     fake_kube.store.create_pod(NS, pod_manifest("during-errors", OURS))
     assert wait_for(lambda: cluster.get("during-errors") is not None)
     assert cluster.sync_problem() is None
-    fake_kube.faults.add(method="POST", status=503, times=1)
+    faults_of(fake_kube).add(method="POST", status=503, times=1)
     with pytest.raises(ClusterError) as err:
         cluster.create_pod(pod_manifest("x"))
     assert err.value.status == 503 and fake_kube.url in str(err.value)
@@ -164,7 +165,7 @@ def test_forbidden_and_timeouts(fake_kube: FakeKubeServer, cluster: KubeCluster)
     with pytest.raises(Forbidden):
         cluster.create_pod(pod_manifest("nope"))
     fake_kube.api.forbidden = False
-    fake_kube.faults.add(method="DELETE", status=None, delay=0.5, times=1)
+    faults_of(fake_kube).add(method="DELETE", status=None, delay=0.5, times=1)
     cluster.request_timeout = 0.1
     with pytest.raises(ClusterError) as err:
         cluster.delete_pod("existing")

@@ -23,8 +23,8 @@ from elastic_agent.kube.port import ClusterError, Unreachable
 from elastic_agent.pool.backoff import Backoff, RetryTimes
 from elastic_agent.pool.writer import AnnotationWriter
 from elastic_agent.simulation.fake_kube import FakeKubeServer
-from elastic_agent.simulation.fake_kube_faults import Fault
 from tests.support import kube_fixtures
+from tests.support.doubles.fake_kube_faults import Fault, faults_of
 from tests.support.kube_fixtures import NS, pod_manifest, wait_for
 
 fake_kube = kube_fixtures.fake_kube  # fixture
@@ -177,7 +177,7 @@ def test_a_refused_write_is_tried_again_only_after_its_backoff_on_the_writers_cl
 ) -> None:
     clock = ManualClock()  # the writer's: it moves only when the test says
     writer, pending = _writer(port, clock)
-    refusing = fake_kube.faults.add("PATCH", r"/pods/pod-0$", status=500, times=None, message="quota")
+    refusing = faults_of(fake_kube).add("PATCH", r"/pods/pod-0$", status=500, times=None, message="quota")
     writer.enqueue("pod-0")
 
     assert wait_for(lambda: refusing.hits == 1)
@@ -190,7 +190,7 @@ def test_a_refused_write_is_tried_again_only_after_its_backoff_on_the_writers_cl
         assert wait_for(partial(_at_least, refusing, attempts))
         assert refusing.hits == attempts, (seconds, attempts)
     assert wait_for(lambda: not writer.due("pod-0"))
-    fake_kube.faults.clear()
+    faults_of(fake_kube).clear()
     clock.advance(8.0)
     assert wait_for(lambda: _on_pods(fake_kube)["pod-0"] == "busy"), "a success ends the backoff"
     assert wait_for(lambda: pending.problems[-1] is None), "and the write problem"
@@ -207,7 +207,7 @@ def test_a_write_that_fails_unexpectedly_leaves_no_backoff_behind_for_its_pod(
     writer booked for it must go too, or it would stay for a pod no one writes again."""
     clock = ManualClock()
     writer, pending = _writer(port, clock)
-    refusing = fake_kube.faults.add("PATCH", r"/pods/pod-0$", status=500, times=None, message="quota")
+    refusing = faults_of(fake_kube).add("PATCH", r"/pods/pod-0$", status=500, times=None, message="quota")
     writer.enqueue("pod-0")
     assert wait_for(lambda: refusing.hits == 1)
     assert wait_for(lambda: not writer.due("pod-0"))
@@ -238,7 +238,7 @@ def test_stopping_writes_every_queued_pod_even_those_waiting_for_their_backoff(
     fake_kube: FakeKubeServer, port: KubeCluster
 ) -> None:
     writer, _ = _writer(port, ManualClock())
-    refusing = fake_kube.faults.add("PATCH", r"/pods/", status=500, times=5)
+    refusing = faults_of(fake_kube).add("PATCH", r"/pods/", status=500, times=5)
     for n in range(5):
         writer.enqueue(f"pod-{n}")
     assert wait_for(lambda: refusing.hits == 5), "each pod refused once: all in backoff"
@@ -253,7 +253,7 @@ def test_a_pod_that_kept_changing_is_tried_again_after_its_backoff_without_a_war
 ) -> None:
     clock = ManualClock()
     writer, _ = _writer(port, clock)
-    conflicts = fake_kube.faults.add(
+    conflicts = faults_of(fake_kube).add(
         "PATCH", r"/pods/pod-1$", status=409, times=AnnotationWriter.MAX_ATTEMPTS
     )
     writer.enqueue("pod-1")

@@ -53,10 +53,10 @@ from elastic_agent.pool.records import PodState, job_id_of
 from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.fake_kube_store import Obj
 from elastic_agent.simulation.gocd_model import ENV_KEY, GoCDConfig, JobState
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess_cluster import InProcessCluster
 from elastic_agent.simulation.kubelet import PodFault
 from profiles.cluster import ClusterProfile
+from tests.support.doubles.harness import VirtualStack
 from tests.support.fuzz_strategies import LONG
 
 # The suite's budget; HYPOTHESIS_PROFILE=long (tests/support/fuzz_strategies.py) searches twenty times as

@@ -11,8 +11,8 @@ import requests
 import responses
 
 from elastic_agent.gocd.rest_api import RETRIES
-from tests.support.gocd_admin_api import route
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_api import route
+from tests.support.doubles.gocd_rest.admin_model import (
     AdminState,
     message_json,
 )

@@ -1,7 +1,7 @@
 """`migrate-profiles` off the happy path, before anything is planned: a token that sees no profile, this
 plugin not installed or not loaded, and settings GoCD keeps encrypted that this plugin keeps plain; each
-as GoCD answers it (the double, tests/support/gocd_admin_api.py, whose sources
-tests/support/gocd_admin_model.py names)."""
+as GoCD answers it (the double, tests/support/doubles/gocd_rest/admin_api.py, whose sources
+tests/support/doubles/gocd_rest/admin_model.py names)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import responses
 
 from elastic_agent.gocd.rest_api import RETRIES
-from tests.support.gocd_admin_api import route
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_api import route
+from tests.support.doubles.gocd_rest.admin_model import (
     PLUGIN_ID,
     Plugin,
     User,

@@ -1,8 +1,8 @@
 """`migrate-profiles` when GoCD refuses: each refusal as GoCD gives it (the double,
-tests/support/gocd_admin_api.py, for what its code can be made to show: an unknown token, security off, a user
-who may not administer, maintenance mode, an id taken meanwhile), or as a `responses` answer of its own
-registered before the double (a proxy's page, a refused connection, a redirect, a refusal this command cannot
-foresee)."""
+tests/support/doubles/gocd_rest/admin_api.py, for what its code can be made to show: an unknown token,
+security off, a user who may not administer, maintenance mode, an id taken meanwhile), or as a `responses`
+answer of its own registered before the double (a proxy's page, a refused connection, a redirect, a refusal
+this command cannot foresee)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import requests
 import responses
 
 from elastic_agent.cli import main
-from tests.support.gocd_admin_api import route
-from tests.support.gocd_admin_model import (
-    NOT_FOUND,
+from tests.support.doubles.gocd_rest.admin_api import route
+from tests.support.doubles.gocd_rest.admin_model import (
     User,
     cluster_profile_json,
     message_json,
     validation_failed,
 )
+from tests.support.doubles.gocd_rest.sentences import NOT_FOUND
 from tests.support.migrate_world import (
     CLUSTERS_URL,
     ELASTICS_URL,

@@ -1,7 +1,7 @@
 """`migrate-profiles` on the happy path, against GoCD's admin API as gocd/gocd has it (the double,
-tests/support/gocd_admin_api.py, through `responses`; tests/support/migrate_world.py): what it reads, exactly
-what it sends, what it prints, its options, and that no secret (the token, GoCD's encrypted values) is ever
-printed or logged."""
+tests/support/doubles/gocd_rest/admin_api.py, through `responses`; tests/support/migrate_world.py): what it
+reads, exactly what it sends, what it prints, its options, and that no secret (the token, GoCD's encrypted
+values) is ever printed or logged."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import requests
 import responses
 
 from elastic_agent.cli import main
-from tests.support.gocd_admin_api import answering, route
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_api import answering, route
+from tests.support.doubles.gocd_rest.admin_model import (
     PLUGIN_ID,
 )
 from tests.support.migrate_world import (

@@ -1,7 +1,8 @@
 """`migrate-profiles` against what changes or differs under it: a profile someone else creates between
 the listing and the create (GoCD's 422 "already exists"), and a GoCD too old for the plugin info API
 version it asks, whose 404 is no word about the plugin. Each as GoCD answers it (the double,
-tests/support/gocd_admin_api.py, whose sources tests/support/gocd_admin_model.py names)."""
+tests/support/doubles/gocd_rest/admin_api.py, whose sources tests/support/doubles/gocd_rest/admin_model.py
+names)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 import requests
 import responses
 
-from tests.support.gocd_admin_api import answering, route
-from tests.support.gocd_admin_model import AdminState
+from tests.support.doubles.gocd_rest.admin_api import answering, route
+from tests.support.doubles.gocd_rest.admin_model import AdminState
 from tests.support.migrate_world import (
     CLUSTERS_URL,
     ELASTICS_URL,

@@ -16,7 +16,7 @@ from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.gocd_inprocess import InProcessGoCD
 from elastic_agent.simulation.gocd_model import GoCDConfig, JobState, SimulatedGoCD
 from elastic_agent.simulation.gocd_timing import PollBackOff
-from elastic_agent.simulation.standin_agent import Agent, Refused, Settings, WorkBackOff, main
+from tests.support.doubles.standin_agent import Agent, Refused, Settings, WorkBackOff, main
 from tests.support.scripted_gocd import START, ScriptedPlugin, agent_env, key_for, schedule
 
 # Spring's execution in milliseconds: 1000, (long) 1500.0, (long) 2250.0, (long) 3375.0, (long) 5062.5,

@@ -17,6 +17,7 @@ from elastic_agent.clock import ManualClock
 from elastic_agent.simulation.fake_kube import FakeKubeServer
 from elastic_agent.simulation.fake_kube_store import FakeKubeStore, StoreError, parse_label_selector
 from tests.support import kube_fixtures
+from tests.support.doubles.fake_kube_faults import faults_of
 from tests.support.kube_fixtures import NS, core_api_for, pod_manifest, wait_for
 
 fake_kube = kube_fixtures.fake_kube  # fixtures
@@ -251,12 +252,12 @@ def test_nodes_and_discovery(core_api: client.CoreV1Api) -> None:
 
 
 def test_injected_status_and_delay(fake_kube: FakeKubeServer, core_api: client.CoreV1Api) -> None:
-    fault = fake_kube.faults.add(method="POST", path_pattern=r"/pods$", status=500, times=1)
+    fault = faults_of(fake_kube).add(method="POST", path_pattern=r"/pods$", status=500, times=1)
     with pytest.raises(client.ApiException) as err:
         core_api.create_namespaced_pod(NS, pod_manifest("f"))
     assert err.value.status == 500 and fault.hits == 1
     core_api.create_namespaced_pod(NS, pod_manifest("f"))  # only once
-    fake_kube.faults.add(method="GET", path_pattern=r"/pods/f$", status=None, delay=0.5, times=1)
+    faults_of(fake_kube).add(method="GET", path_pattern=r"/pods/f$", status=None, delay=0.5, times=1)
     with pytest.raises(Exception, match=r"[Tt]imeout|timed out"):
         core_api.read_namespaced_pod("f", NS, _request_timeout=0.1)
     assert core_api.read_namespaced_pod("f", NS).metadata.name == "f"

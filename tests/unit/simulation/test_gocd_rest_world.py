@@ -14,10 +14,10 @@ import pytest
 import requests
 
 from elastic_agent.clock import ManualClock
-from elastic_agent.simulation.gocd_rest import Faults, ServedGoCD, serve, world_from_trace
-from elastic_agent.simulation.gocd_rest.jsonwriters import gson, pretty
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import DEFAULT_ORIGIN, TraceJob
+from tests.support.doubles.gocd_rest import Faults, ServedGoCD, serve, world_from_trace
+from tests.support.doubles.gocd_rest.jsonwriters import gson, pretty
 
 ORIGIN_MS = round(DEFAULT_ORIGIN.timestamp() * 1000)
 HEADERS_V1 = {"Accept": "application/vnd.go.cd.v1+json"}

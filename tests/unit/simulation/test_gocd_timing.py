@@ -8,7 +8,7 @@ import random
 import pytest
 
 from elastic_agent.simulation.gocd_timing import EPSILON_S, PollBackOff, TimedQueue
-from elastic_agent.simulation.standin_agent import WorkBackOff
+from tests.support.doubles.standin_agent import WorkBackOff
 
 
 def walked_next_poll(walker: WorkBackOff, since: float, after: float, inclusive: bool) -> float:

@@ -13,12 +13,12 @@ from elastic_agent.gocd.messages import (
     ShouldAssignWorkRequest,
 )
 from elastic_agent.simulation.gocd_transport import REQUEST_PREFIX, encode
-from elastic_agent.simulation.harness import VirtualStack
 from elastic_agent.simulation.inprocess_requests import READERS, AskedAbout
 from elastic_agent.simulation.plugins import PluginWorld, ProjectPlugin
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import WorkloadSpec, generate
+from tests.support.doubles.harness import VirtualStack
 
 PARSERS: dict[str, Any] = {
     REQUEST_PREFIX + "create-agent": CreateAgentRequest.parse,

@@ -10,6 +10,9 @@ call once it has acted: before, GoCD never carries the call out; after, its answ
 
 Every call is recorded with its outcome and the stopwatch's time (real time: the fault matrix reports
 real seconds), so a test can say when the plugin's calls worked again.
+
+The endpoint takes them through its seam: `CallbackServer(..., faults=CallbackFaults())` (a
+`CallbackInterceptor`); `callback_faults_of` gives them back typed as they are.
 """
 
 from __future__ import annotations
@@ -20,13 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from elastic_agent.simulation.gocd_callbacks import CallbackServer, DropConnection
+
 OutageMode = Literal["503", "hang"]
 # A held call is dropped at the latest after this long, so that a test that forgets recover() ends.
 MAX_HOLD_S = 600.0
-
-
-class DropConnection(ConnectionAbortedError):
-    """Raised inside the WSGI app: the server treats it as a dropped connection and sends nothing."""
 
 
 @dataclass(frozen=True)
@@ -122,3 +123,11 @@ class CallbackFaults:
     def record(self, api: str, outcome: str) -> None:
         with self._lock:
             self.calls.append(CallRecord(self._stopwatch(), api, outcome))
+
+
+def callback_faults_of(server: CallbackServer) -> CallbackFaults:
+    """The faults `server` was built with (`CallbackServer(..., faults=CallbackFaults())`)."""
+    faults = server.faults
+    if not isinstance(faults, CallbackFaults):
+        raise TypeError("this callback server was built without CallbackFaults")
+    return faults

@@ -33,24 +33,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from elastic_agent.simulation.gocd_rest import config_json
-from elastic_agent.simulation.gocd_rest.access import ANONYMOUS, Access, Index
-from elastic_agent.simulation.gocd_rest.history_json import HistoryWriter, job_instance, null_stage
-from elastic_agent.simulation.gocd_rest.jsonwriters import gson, gson_pretty, pretty
-from elastic_agent.simulation.gocd_rest.world import World
+from tests.support.doubles.gocd_rest import config_json
+from tests.support.doubles.gocd_rest.access import ANONYMOUS, Access, Index
+from tests.support.doubles.gocd_rest.history_json import HistoryWriter, job_instance, null_stage
+from tests.support.doubles.gocd_rest.jsonwriters import gson, gson_pretty, pretty
+from tests.support.doubles.gocd_rest.sentences import (
+    BEARER_WITHOUT_SECURITY,
+    FORBIDDEN,
+    INVALID_TOKEN,
+    LATEST,
+    NOT_AUTHENTICATED,
+    NOT_AUTHORIZED_RESOURCE,
+    WRONG_URL,
+)
+from tests.support.doubles.gocd_rest.world import World
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse
 
-LATEST = "application/vnd.go.cd+json"  # routed to each path's latest version (RerouteLatestApisImpl)
-WRONG_URL = "The url you are trying to reach appears to be incorrect.\r\n"
-FORBIDDEN = "You are not authorized to perform this action."  # HaltApiMessages.forbiddenMessage
-NOT_AUTHENTICATED = "You are not authenticated!"
-NOT_AUTHORIZED_RESOURCE = "You are not authorized to access this resource!"
-INVALID_TOKEN = "Invalid Personal Access Token."
-BEARER_WITHOUT_SECURITY = (
-    "Bearer authentication credentials are not required, since security has been disabled on this server."
-)
 BAD_PAGE_SIZE = "The query parameter 'page_size', if specified must be a number between 10 and 100."
 BAD_CURSOR = "The query parameter '{}', if specified, must be a positive integer."
 _BEARER = re.compile(r"bearer (.*)", re.IGNORECASE | re.DOTALL)
@@ -348,7 +348,7 @@ def _filter_refusal(environ: dict[str, Any], status: int, message: str, *, chall
 
 
 def _wrong_url() -> Answer:
-    return Answer(404, WRONG_URL, "text/plain;charset=utf-8")
+    return Answer(404, WRONG_URL + "\r\n", "text/plain;charset=utf-8")
 
 
 def _query(environ: dict[str, Any]) -> dict[str, list[str]]:

@@ -1,12 +1,16 @@
 """Fault injection of the fake Kubernetes API server: chosen calls answer an error status, or answer
 late, a given number of times. What a real kube-apiserver cannot be made to do on demand, and the reason
-the fake exists beside it (tests/contracts/test_kube_contract.py keeps the two in agreement otherwise)."""
+the fake exists beside it (tests/contracts/test_kube_contract.py keeps the two in agreement otherwise).
+
+The fake takes them through its seam, `FakeKubeApi.faults`; `faults_of` puts rules there on first use."""
 
 from __future__ import annotations
 
 import re
 import threading
 from dataclasses import dataclass, field
+
+from elastic_agent.simulation.fake_kube import FakeKubeServer
 
 
 @dataclass
@@ -64,3 +68,10 @@ class FaultRules:
                         self._rules.remove(fault)
                 return fault
             return None
+
+
+def faults_of(server: FakeKubeServer) -> FaultRules:
+    """The fault rules of `server`, put into its API on first use (until then it has none)."""
+    if not isinstance(server.api.faults, FaultRules):
+        server.api.faults = FaultRules()
+    return server.api.faults

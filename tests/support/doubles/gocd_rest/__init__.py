@@ -1,5 +1,11 @@
-"""A double of a GoCD server's REST API, the part that reads job history and config, served over real HTTP
-on loopback: what `python -m elastic_agent trace` is tested against end to end and measured on.
+"""A double of a GoCD server's REST API, in two halves that share GoCD's filters (sentences.py) and JSON
+writers (jsonwriters.py):
+- the job history and config, served over real HTTP on loopback: what `python -m elastic_agent trace`
+  is tested against end to end and measured on (the modules below, and the rest of this docstring);
+- the admin API, its profiles, plugin info, site URLs and pipelines (admin_model.py: who sees what, how
+  a setting is stored, the representers' JSON; admin_api.py: the Flask app, over HTTP or through
+  `responses`): what `migrate-profiles` and the chart's preconfigure script are tested against.
+The two halves keep their own worlds (`World`, `AdminState`): no test needs one server holding both.
 
 Modelled on gocd/gocd's source (the controllers, representers and SQL maps each module names), not on
 its documentation. The pieces:
@@ -10,7 +16,7 @@ its documentation. The pieces:
   runs still going, a static-agent job, a template with parameters, a group only admins see);
 - access.py: permissions and the indexes; history_json.py, config_json.py: the answers;
   jsonwriters.py: GoCD's three JSON styles; app.py: the WSGI application, layer by layer;
-  server.py: `serve`, the call counts and `Faults`.
+  server.py: `serve`, the call counts and `Faults`; sentences.py: what the filters and halts say.
 
 Endpoints (all GET, under `/go`; Accept, version):
 `/api/stages/:p/:s/history` (v3), `/api/stages/:p/:pc/:s/:sc` (v3), `/api/jobs/:p/:s/:j/history` (v1),
@@ -57,8 +63,8 @@ answer to a valid media type of another version (GoCD finds no Spark route; the 
 a bad Accept), the `Server` header (waitress's).
 """
 
-from elastic_agent.simulation.gocd_rest.from_trace import world_from_trace
-from elastic_agent.simulation.gocd_rest.server import CallCounter, Faults, ServedGoCD, serve
-from elastic_agent.simulation.gocd_rest.world import TruthRecord, World
+from tests.support.doubles.gocd_rest.from_trace import world_from_trace
+from tests.support.doubles.gocd_rest.server import CallCounter, Faults, ServedGoCD, serve
+from tests.support.doubles.gocd_rest.world import TruthRecord, World
 
 __all__ = ["CallCounter", "Faults", "ServedGoCD", "TruthRecord", "World", "serve", "world_from_trace"]

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from elastic_agent.clock import Clock, SystemClock
 from elastic_agent.service.wsgi import WsgiServer
-from elastic_agent.simulation.gocd_rest.app import Answer, GoCDRestApp, request_path, route_of, write
-from elastic_agent.simulation.gocd_rest.world import World
+from tests.support.doubles.gocd_rest.app import Answer, GoCDRestApp, request_path, route_of, write
+from tests.support.doubles.gocd_rest.world import World
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse

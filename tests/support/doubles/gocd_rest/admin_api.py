@@ -1,10 +1,11 @@
 """The part of GoCD's REST API that this project's tools talk to: the values' preconfigure script
 (tests/unit/deploy/test_chart_preconfigure.py, over real HTTP on loopback, with the real bash and curl) and
 `migrate-profiles` (tests/test_migrate_*.py, through `responses`: `route`). What is stored, who
-sees what and every answer's JSON come from tests/support/gocd_admin_model.py, which names its sources.
+sees what and every answer's JSON come from tests/support/doubles/gocd_rest/admin_model.py, which names its
+sources.
 
-Modelled on gocd/gocd (at the commit tests/support/gocd_admin_model.py names; the chart's appVersion is
-26.1.0):
+Modelled on gocd/gocd (at the commit tests/support/doubles/gocd_rest/admin_model.py names; the chart's
+appVersion is 26.1.0):
 - Before any controller: ModeAwareFilter answers 503 to all but GET and HEAD in maintenance mode;
   SparkPreFilter answers 404 text/plain to an Accept header that is no API
   version (ApiVersion), except for `/api/v1/health`; the security filters (AccessTokenAuthentication-
@@ -19,7 +20,7 @@ Modelled on gocd/gocd (at the commit tests/support/gocd_admin_model.py names; th
   have, else PluginInfoRepresenter, `status.state` `active` or `invalid` (BadPluginInfo) or `disabled`.
   An API version this GoCD does not serve (`AdminState.plugin_info_versions`; v7 since 20.4.0) reaches
   no controller: Rails' catch-all, ApplicationController#unresolved, answers 404 with its sentence alone
-  (tests/support/gocd_admin_model.py says how).
+  (tests/support/doubles/gocd_rest/admin_model.py says how).
 - `GET /api/admin/config/server/site_urls`: ServerSiteUrlsConfigControllerV1 `index` (administrators).
 - `GET|POST /api/admin/elastic/cluster_profiles`, `GET .../:cluster_id`: ClusterProfilesControllerV1
   `index` (filtered by permission, 200), `create` (haltIfEntityWithSameIdExists: 422
@@ -56,21 +57,14 @@ from werkzeug.serving import make_server
 from profiles import validation
 from profiles.errors import ProfileError
 from profiles.server_url import pods_server_url
-from tests.support.gocd_admin_model import (
+from tests.support.doubles.gocd_rest.admin_model import (
     ACCEPTS,
     EVERYONE,
-    FILTER_FORBIDDEN,
-    INVALID_TOKEN,
     JSON_EXPECTED,
     MAINTENANCE,
-    NOT_AUTHENTICATED,
-    NOT_FOUND,
     PLUGIN_ID,
     SECURE_CLUSTER_KEYS,
     SECURE_ELASTIC_KEYS,
-    TOKEN_WITHOUT_SECURITY,
-    UNRESOLVED,
-    WRONG_ACCEPT,
     AdminState,
     User,
     already_exists,
@@ -86,13 +80,22 @@ from tests.support.gocd_admin_model import (
     site_urls_json,
     validation_failed,
 )
+from tests.support.doubles.gocd_rest.jsonwriters import gson_pretty
+from tests.support.doubles.gocd_rest.sentences import (
+    BEARER_WITHOUT_SECURITY,
+    INVALID_TOKEN,
+    LATEST,
+    NOT_AUTHENTICATED,
+    NOT_AUTHORIZED_RESOURCE,
+    NOT_FOUND,
+    WRONG_URL,
+)
 
 __all__ = ["PLUGIN_ID", "AdminState", "answering", "app", "route", "serving"]
 
 NO_CLUSTER = "No Cluster Profile exists with the specified cluster_profile_id '{}'."
 _lock = threading.Lock()  # one server's state at a time, as GoCD's config lock does
 _MEDIA = "application/vnd.go.cd+json; charset=utf-8"
-LATEST = "application/vnd.go.cd+json"  # every route's latest version (RerouteLatestApisImpl)
 # Where the filter chain lets anyone through, and where any signed-in user (else: administrators only).
 _OPEN = ("/go/api/v1/health", "/go/api/version")
 _USERS = ("/go/api/admin/plugin_info", "/go/api/admin/elastic/cluster_profiles", "/go/api/elastic/profiles",
@@ -113,15 +116,17 @@ def _filter_refusal(status: int, text: str, *, challenge: bool = False) -> Respo
     one, else application/json; an anonymous caller also gets a Basic challenge."""
     accept = request.headers.get("Accept", "")
     versioned = re.fullmatch(r"application/vnd\.go\.cd\.v\d+\+json", accept)
-    body = "{\n  " + json.dumps("message") + ": " + json.dumps(text) + "\n}"
-    answer = Response(body, status, content_type=accept if versioned else "application/json")
+    answer = Response(
+        gson_pretty({"message": text}), status, content_type=accept if versioned else "application/json"
+    )
     if challenge:
         answer.headers["WWW-Authenticate"] = 'Basic realm="GoCD"'
     return answer
 
 
 def _user() -> User:
-    return request.environ["gocd.user"]  # type: ignore[no-any-return]
+    user: User = request.environ["gocd.user"]  # put there by the gate, before every route
+    return user
 
 
 def app(state: AdminState) -> Flask:
@@ -140,7 +145,7 @@ def app(state: AdminState) -> Flask:
             return _filter_refusal(401, INVALID_TOKEN)
         if not state.require_auth:
             if token is not None:
-                return _filter_refusal(401, TOKEN_WITHOUT_SECURITY)
+                return _filter_refusal(401, BEARER_WITHOUT_SECURITY)
             user = EVERYONE
         elif token is None:
             if path.startswith(_OPEN):
@@ -150,9 +155,9 @@ def app(state: AdminState) -> Flask:
         else:
             user = state.tokens[token]
         if not user.admin and not path.startswith(_OPEN + _USERS):
-            return _filter_refusal(403, FILTER_FORBIDDEN)
+            return _filter_refusal(403, NOT_AUTHORIZED_RESOURCE)
         if path != "/go/api/v1/health" and request.headers.get("Accept", "") not in ACCEPTS:
-            return Response(WRONG_ACCEPT + "\n", 404, content_type="text/plain; charset=utf-8")
+            return Response(WRONG_URL + "\n", 404, content_type="text/plain; charset=utf-8")
         request.environ["gocd.user"] = user
         if state.maintenance and request.method not in ("GET", "HEAD"):
             return _message(503, MAINTENANCE)
@@ -179,7 +184,8 @@ def app(state: AdminState) -> Flask:
     def plugin_info(plugin_id: str) -> Response:
         accept = request.headers.get("Accept", "")
         if accept != LATEST and int(accept.split(".v")[1].split("+")[0]) not in state.plugin_info_versions:
-            return Response(UNRESOLVED, 404, content_type="text/html; charset=utf-8")
+            # ApplicationController#unresolved: the same sentence, from Rails, and no line end.
+            return Response(WRONG_URL, 404, content_type="text/html; charset=utf-8")
         plugin = state.plugin(plugin_id)
         if plugin is None:
             return _message(404, NOT_FOUND)

@@ -1,7 +1,7 @@
 """GoCD's admin REST API as gocd/gocd has it, for the test doubles: who may see what, how a posted
-setting is stored, and the JSON each answer carries. tests/support/gocd_admin_api.py serves it over HTTP (and
-into `responses` for tests/test_migrate_*.py); tests/contracts/test_gocd_admin_contract.py holds its
-answers against the representers' fields.
+setting is stored, and the JSON each answer carries. tests/support/doubles/gocd_rest/admin_api.py serves it
+over HTTP (and into `responses` for tests/test_migrate_*.py); tests/contracts/test_gocd_admin_contract.py
+holds its answers against the representers' fields.
 
 Read in gocd/gocd at f17b6f3fc9fc2ca665a5d389470771358b0ea680 (the mirror's HEAD, 2026-08):
 - Representers: ClusterProfileRepresenter / ClusterProfilesRepresenter (api-cluster-profiles-v1),
@@ -52,19 +52,8 @@ PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes-reuse"
 OFFICIAL_PLUGIN_ID = "cd.go.contrib.elasticagent.kubernetes"
 DOCS = "https://api.gocd.org/current/"
 
-# HaltApiMessages, LocalizedMessage, and the security filters' sentences, as GoCD writes them.
-NOT_FOUND = (
-    "Either the resource you requested was not found, or you are not authorized to perform this action."
-)
-FILTER_FORBIDDEN = "You are not authorized to access this resource!"
-NOT_AUTHENTICATED = "You are not authenticated!"
-INVALID_TOKEN = "Invalid Personal Access Token."
-TOKEN_WITHOUT_SECURITY = (
-    "Bearer authentication credentials are not required, since security has been disabled on this server."
-)
+# LocalizedMessage and the filters' sentences of the admin API alone (those of every API: sentences.py).
 MAINTENANCE = "Server is in maintenance mode, please try later."  # ModeAwareFilter
-WRONG_ACCEPT = "The url you are trying to reach appears to be incorrect."  # SparkPreFilter, text/plain
-UNRESOLVED = WRONG_ACCEPT  # ApplicationController#unresolved: the same sentence, from Rails
 JSON_EXPECTED = "You must specify a 'Content-Type' of 'application/json'"
 UNSECURED_ENCRYPTED = "encrypted_value cannot be specified to a unsecured property."
 # ApiVersion: the Accept headers GoCD takes at all; each route answers its own version and the latest.

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from elastic_agent.simulation.gocd_rest.access import Access
-from elastic_agent.simulation.gocd_rest.world import (
+from tests.support.doubles.gocd_rest.access import Access
+from tests.support.doubles.gocd_rest.world import (
     Environment,
     JobConfig,
     PipelineConfig,

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from elastic_agent.simulation.gocd_rest.world import (
+from tests.support.doubles.gocd_rest.world import (
     Environment,
     JobRun,
     PipelineConfig,

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from elastic_agent.simulation.gocd_rest.access import Index
-from elastic_agent.simulation.gocd_rest.jsonwriters import Raw, pretty
-from elastic_agent.simulation.gocd_rest.world import JobRun, StageRun
+from tests.support.doubles.gocd_rest.access import Index
+from tests.support.doubles.gocd_rest.jsonwriters import Raw, pretty
+from tests.support.doubles.gocd_rest.world import JobRun, StageRun
 
 
 class HistoryWriter:

@@ -54,7 +54,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid as uuid_module
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -359,6 +361,11 @@ def main() -> int:
         stop.wait(1.0)
     log("stopped")
     return SIGTERM_EXIT if stop.is_set() else 1
+
+
+def standin_command(_pod_name: str, _variables: Sequence[str]) -> list[str]:
+    """How `StackOptions(agent_command=...)` runs this file for each pod: with this interpreter."""
+    return [sys.executable, str(Path(__file__).resolve())]
 
 
 if __name__ == "__main__":

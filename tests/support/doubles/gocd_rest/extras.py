@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import random
 
-from elastic_agent.simulation.gocd_rest.timeline import agent_uuid, agent_wait_ms, cut, transitions
-from elastic_agent.simulation.gocd_rest.world import (
+from tests.support.doubles.gocd_rest.timeline import agent_uuid, agent_wait_ms, cut, transitions
+from tests.support.doubles.gocd_rest.world import (
     ASSIGNED,
     BUILDING,
     COMPLETED,

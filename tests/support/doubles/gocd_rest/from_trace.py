@@ -21,9 +21,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
-from elastic_agent.simulation.gocd_rest import extras as extra_cases
-from elastic_agent.simulation.gocd_rest.timeline import agent_uuid, agent_wait_ms, cut, transitions
-from elastic_agent.simulation.gocd_rest.world import (
+from elastic_agent.traces.workload import TraceJob
+from tests.support.doubles.gocd_rest import extras as extra_cases
+from tests.support.doubles.gocd_rest.timeline import agent_uuid, agent_wait_ms, cut, transitions
+from tests.support.doubles.gocd_rest.world import (
     Environment,
     JobConfig,
     JobRun,
@@ -34,7 +35,6 @@ from elastic_agent.simulation.gocd_rest.world import (
     User,
     World,
 )
-from elastic_agent.traces.workload import TraceJob
 
 USERS = (("admin", True), ("ops", False), ("dev", False))
 GROUP_ADMINS = ("ops",)

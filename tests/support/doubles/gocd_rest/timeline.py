@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from elastic_agent.simulation.gocd_rest.world import (
+from tests.support.doubles.gocd_rest.world import (
     ASSIGNED,
     BUILDING,
     COMPLETED,
