@@ -76,15 +76,27 @@ def _overview(document: Mapping[str, Any]) -> str:
     rows = "".join(
         f'<li><a href="#{_anchor(index)}">{escape(name)}</a></li>' for index, name in enumerate(names, 1)
     )
-    wanted = ", ".join(f"{escape(str(key))}: {_value(value)}" for key, value in sorted(targets.items()))
+    rule = (document.get("knee_rule") or {}).get("text")
     return (
         f"<p>{_count(trace['jobs'])} jobs over {_number(trace['days'], 1)} days. "
-        f"Targets: {wanted or NONE}.</p>"
-        f"<p>Recommendation rule: {escape(str(document.get('knee_rule') or NONE))}</p>"
+        f"Targets: {_targets(targets)}.</p>"
+        f"<p>{escape(rule or NONE)}</p>"
         f"<p>Profiles:</p><ul>{rows}</ul>"
         '<p class="note">Idle pod-hours per day: hours pods spent running no job, per day of the trace. '
         "Wait: from a job's scheduling to its assignment to an agent.</p>"
     )
+
+
+def _targets(targets: Mapping[str, Any]) -> str:
+    """The targets in words, as the printed report says them."""
+    said = []
+    if targets.get("mean_share_of_current") is not None:
+        said.append(f"a mean wait at most {targets['mean_share_of_current']:.0%} of one pod per job's")
+    if targets.get("p95_s") is not None:
+        said.append(f"a p95 wait at most {_value(float(targets['p95_s']))} s")
+    if targets.get("resend_s") is not None:
+        said.append(f"no job waiting past the re-send period ({_value(float(targets['resend_s']))} s)")
+    return escape(", ".join(said)) if said else NONE
 
 
 def _anchor(index: int) -> str:

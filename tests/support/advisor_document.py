@@ -84,9 +84,14 @@ def document(names: tuple[str, ...] = ("java", "big-memory")) -> dict[str, Any]:
     return {
         "version": 1,
         "trace": {"path": "week.jsonl", "jobs": 7000 * len(names), "days": 7.0},
-        "targets": {"mean_share_of_one_pod_per_job": 0.2, "p95_s": 10.0},
-        "knee_rule": "the cheapest frontier point past which each further idle pod-hour per day buys less "
-        "than 1 s of mean wait",
+        # The shapes report_json.document writes.
+        "targets": {"mean_share_of_current": 0.2, "p95_s": 10.0, "resend_s": 120.0},
+        "knee_rule": {
+            "min_gain_s_per_pod_hour": 60.0,
+            "text": "When no candidate meets the targets, the recommendation is the cheapest point of the "
+            "frontier from which no costlier point saves at least 60 s of the jobs' waiting (summed over "
+            "them) per extra pod-hour idle or booting (`--knee-gain`).",
+        },
         "profiles": {
             name: profile(1 + index / 2, follows=index % 2 == 1) for index, name in enumerate(names)
         },

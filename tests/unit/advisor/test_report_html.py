@@ -129,3 +129,12 @@ def test_a_report_that_cannot_be_written_is_a_sentence_naming_the_file(tmp_path:
     sentence = rf"cannot write the HTML report to {re.escape(str(target))}: "
     with pytest.raises(ReportNotWritten, match=sentence):
         save_html(str(target), document(("java",)))
+
+
+def test_the_page_says_the_targets_and_the_recommendation_rule_in_words(page: str) -> None:
+    assert (
+        "Targets: a mean wait at most 20% of one pod per job&#x27;s, a p95 wait at most 10 s, no job waiting "
+        "past the re-send period (120 s).</p>"
+    ) in page
+    assert "When no candidate meets the targets, the recommendation is the cheapest point" in page
+    assert "{" not in re.sub(r"<style>.*?</style>|<svg.*?</svg>", "", page, flags=re.DOTALL), "no dict shown"
