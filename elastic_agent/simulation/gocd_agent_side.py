@@ -10,29 +10,26 @@ isIgnored)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation.gocd_agents import AgentRegistry
 from elastic_agent.simulation.gocd_completions import JobCompletions
 from elastic_agent.simulation.gocd_jobs import JobBook
-from elastic_agent.simulation.gocd_records import Job, JobState
+from elastic_agent.simulation.gocd_records import Job, JobState, ServerCore
 
 
 class RemoteAgents:
     def __init__(
         self,
-        clock: Clock,
-        lock: threading.RLock,
+        core: ServerCore,
         book: JobBook,
         registry: AgentRegistry,
         poll: Callable[[str], None],
         completions: JobCompletions,
     ) -> None:
         """`poll(agent id)`: the agent asks for work (gocd_assignment.WorkAssignment.poll)."""
-        self._clock = clock
-        self._lock = lock
+        self._clock = core.clock
+        self._lock = core.lock
         self._book = book
         self._registry = registry
         self._poll = poll

@@ -11,19 +11,18 @@ gocd_lost_contact.py.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 
-from elastic_agent.simulation.gocd_records import Agent, AgentState, ConfigState, GoCDConfig, GoCDStats
+from elastic_agent.simulation.gocd_records import Agent, AgentState, ConfigState, ServerCore
 from elastic_agent.simulation.gocd_timing import TimedQueue
 
 
 class AgentRegistry:
-    def __init__(self, config: GoCDConfig, stats: GoCDStats, lock: threading.RLock) -> None:
-        """`lock`: the server's state lock, taken by the calls from outside (the plugin's, tests')."""
-        self._config = config
-        self._lock = lock
-        self._stats = stats
+    def __init__(self, core: ServerCore) -> None:
+        """The server's state lock is taken by the calls from outside (the plugin's, tests')."""
+        self._config = core.config
+        self._lock = core.lock
+        self._stats = core.stats
         self.agents: dict[str, Agent] = {}
         self._by_pod: dict[str, str] = {}
         self.silences: TimedQueue[str] = TimedQueue(self._silence_is_current)  # agent ids

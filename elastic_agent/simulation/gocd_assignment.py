@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_assignment_log import AssignmentLog
 from elastic_agent.simulation.gocd_completions import JobCompletions
@@ -29,20 +28,16 @@ from elastic_agent.simulation.gocd_records import (
     AgentState,
     BuildState,
     ConfigState,
-    GoCDConfig,
-    GoCDStats,
     Job,
     JobState,
+    ServerCore,
 )
 
 
 class WorkAssignment:
     def __init__(
         self,
-        clock: Clock,
-        lock: threading.RLock,
-        config: GoCDConfig,
-        stats: GoCDStats,
+        core: ServerCore,
         *,
         book: JobBook,
         agents: Mapping[str, Agent],
@@ -57,10 +52,10 @@ class WorkAssignment:
         """`agents`: the registry's; `stopwatch`: real elapsed time, for the plugin's latency even in
         virtual time; `agent_status(agent)` and `should_assign_body(status, job)`: the agent's part of a
         should-assign-work body, and the body made of it and a job (`text_body` by default)."""
-        self._clock = clock
-        self._lock = lock
-        self._config = config
-        self._stats = stats
+        self._clock = core.clock
+        self._lock = core.lock
+        self._config = core.config
+        self._stats = core.stats
         self._book = book
         self._agents = agents
         self._timers = timers

@@ -9,35 +9,38 @@ waits for its agent's LostContact and a reschedule (gocd_model.py).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_assignment_log import AssignmentLog
 from elastic_agent.simulation.gocd_jobs import JobBook
 from elastic_agent.simulation.gocd_messages import PluginMessenger
 from elastic_agent.simulation.gocd_polls import PollTimers
-from elastic_agent.simulation.gocd_records import Agent, AgentState, BuildState, GoCDStats, Job, JobState
+from elastic_agent.simulation.gocd_records import (
+    Agent,
+    AgentState,
+    BuildState,
+    Job,
+    JobState,
+    ServerCore,
+)
 from elastic_agent.simulation.gocd_timing import TimedQueue
 
 
 class JobCompletions:
     def __init__(
         self,
-        clock: Clock,
-        lock: threading.RLock,
-        stats: GoCDStats,
+        core: ServerCore,
         book: JobBook,
         agents: Mapping[str, Agent],
         timers: PollTimers,
         log: AssignmentLog,
         messenger: PluginMessenger,
     ) -> None:
-        self._clock = clock
-        self._lock = lock
-        self._stats = stats
+        self._clock = core.clock
+        self._lock = core.lock
+        self._stats = core.stats
         self._book = book
         self._agents = agents
         self._timers = timers

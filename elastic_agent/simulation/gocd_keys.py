@@ -10,18 +10,17 @@ of the server forgets every key. Keys come from a seeded generator, so a run is 
 from __future__ import annotations
 
 import random
-import threading
 
-from elastic_agent.simulation.gocd_records import GoCDConfig, RegistrationKey
+from elastic_agent.simulation.gocd_records import RegistrationKey, ServerCore
 from elastic_agent.simulation.gocd_registration import EXPIRED_KEY, SPENT_KEY, UNKNOWN_KEY
 
 
 class RegistrationKeys:
-    def __init__(self, config: GoCDConfig, lock: threading.RLock) -> None:
-        """`config`: its `seed` (read once) and `key_ttl_s`; `lock`: the server's state lock."""
-        self._lock = lock
-        self._rng = random.Random(config.seed)
-        self._config = config
+    def __init__(self, core: ServerCore) -> None:
+        """The keys come from `seed` (read once) and live `key_ttl_s` (read at each issue)."""
+        self._lock = core.lock
+        self._rng = random.Random(core.config.seed)
+        self._config = core.config
         self._keys: dict[str, RegistrationKey] = {}
 
     def issue(self, job_id: int, now: float) -> str:

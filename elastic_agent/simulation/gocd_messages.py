@@ -13,24 +13,22 @@ from other threads.
 from __future__ import annotations
 
 import concurrent.futures
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
-from elastic_agent.simulation.gocd_records import GoCDStats, PluginFailure
+from elastic_agent.simulation.gocd_records import PluginFailure, ServerCore
 
 Body = dict[str, Any] | str
 Send = Callable[[str, Body], tuple[int, str]]
 
 
 class PluginMessenger:
-    def __init__(self, clock: Clock, lock: threading.RLock, stats: GoCDStats, send: Send) -> None:
+    def __init__(self, core: ServerCore, send: Send) -> None:
         """`send(request name, body)`: delivers one request and returns the plugin's (status, answer)."""
-        self._clock = clock
-        self._lock = lock
-        self._stats = stats
+        self._clock = core.clock
+        self._lock = core.lock
+        self._stats = core.stats
         self._send = send
         self._create_agent_queue: concurrent.futures.ThreadPoolExecutor | None = None
 

@@ -64,6 +64,7 @@ from elastic_agent.simulation.gocd_records import (
     JobState,
     RegistrationAttempt,
     RegistrationKey,
+    ServerCore,
 )
 from elastic_agent.simulation.gocd_records import AgentState as AgentState
 from elastic_agent.simulation.gocd_records import ConfigState as ConfigState
@@ -92,22 +93,18 @@ class SimulatedGoCD:
         lock = self._state_lock
         self._step_lock = threading.Lock()
         start = clock.now()
-        self._keys = RegistrationKeys(config, lock)
+        core = ServerCore(clock, lock, config, stats)
+        self._keys = RegistrationKeys(core)
         self._book = JobBook(config.first_job_id, lock)
-        self._registry = AgentRegistry(config, stats, lock)
+        self._registry = AgentRegistry(core)
         agents = self._registry.agents
         self._timers = PollTimers(config, agents, self._book, self._poll_is_current)
-        self._messenger = PluginMessenger(clock, lock, stats, self._send)
+        self._messenger = PluginMessenger(core, self._send)
         self._log = AssignmentLog()
         self._lost_contact = LostContact(stats, self._book, self._log, self._add_job)
-        self._completions = JobCompletions(
-            clock, lock, stats, self._book, agents, self._timers, self._log, self._messenger
-        )
+        self._completions = JobCompletions(core, self._book, agents, self._timers, self._log, self._messenger)
         self._assigner = WorkAssignment(
-            clock,
-            lock,
-            config,
-            stats,
+            core,
             book=self._book,
             agents=agents,
             timers=self._timers,
@@ -118,15 +115,11 @@ class SimulatedGoCD:
             agent_status=self._agent_status,
             should_assign_body=self._should_assign_body,
         )
-        self._tick = AssignmentTick(
-            clock, lock, config, stats, self._book, self._timers, self.issue_key, self._messenger, start
-        )
-        self._pings = ServerPings(clock, lock, config, stats, self._messenger, start)
-        self._registrar = Registrar(clock, lock, config, stats, self._keys, agents, self._registered)
-        self._server_side = ServerSide(lock, config, self._book)
-        self._remote = RemoteAgents(
-            clock, lock, self._book, self._registry, self._assigner.poll, self._completions
-        )
+        self._tick = AssignmentTick(core, self._book, self._timers, self.issue_key, self._messenger, start)
+        self._pings = ServerPings(core, self._messenger, start)
+        self._registrar = Registrar(core, self._keys, agents, self._registered)
+        self._server_side = ServerSide(core, self._book)
+        self._remote = RemoteAgents(core, self._book, self._registry, self._assigner.poll, self._completions)
         self.registrations: list[RegistrationAttempt] = self._registrar.registrations
         self.refusals: list[RegistrationAttempt] = self._registrar.refusals
         self.assignments: list[Assignment] = self._log.assignments

@@ -10,13 +10,11 @@ without those deleted. A job keeps the profiles it was scheduled with whatever h
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_messages import PluginMessenger
-from elastic_agent.simulation.gocd_records import GoCDConfig, GoCDStats
+from elastic_agent.simulation.gocd_records import ServerCore
 from elastic_agent.simulation.gocd_timing import is_due
 
 ProfileKey = tuple[tuple[str, str], ...]
@@ -29,21 +27,18 @@ def profile_key(properties: Mapping[str, str]) -> ProfileKey:
 class ServerPings:
     def __init__(
         self,
-        clock: Clock,
-        lock: threading.RLock,
-        config: GoCDConfig,
-        stats: GoCDStats,
+        core: ServerCore,
         messenger: PluginMessenger,
         start: float,
     ) -> None:
         """`start`: when the server started (its first ping is an interval later)."""
-        self._clock = clock
-        self._lock = lock
-        self._config = config
-        self._stats = stats
+        self._clock = core.clock
+        self._lock = core.lock
+        self._config = core.config
+        self._stats = core.stats
         self._messenger = messenger
         self._profiles_seen: dict[ProfileKey, dict[str, str]] = {}
-        self.next_at = start + config.ping_interval_s
+        self.next_at = start + core.config.ping_interval_s
 
     def note_profile(self, properties: dict[str, str]) -> None:
         """A job was scheduled with these cluster profile properties: pinged from now on (unless deleted)."""

@@ -11,10 +11,8 @@ for an agent that is a process of its own (gocd_agent_api.py). Every attempt is 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation.agents import Console
 from elastic_agent.simulation.gocd_keys import RegistrationKeys
 from elastic_agent.simulation.gocd_records import (
@@ -24,9 +22,8 @@ from elastic_agent.simulation.gocd_records import (
     ENV_PLUGIN_ID,
     ENV_SERVER_URL,
     Agent,
-    GoCDConfig,
-    GoCDStats,
     RegistrationAttempt,
+    ServerCore,
 )
 from elastic_agent.simulation.gocd_registration import (
     DUPLICATE_REASON,
@@ -40,20 +37,17 @@ from elastic_agent.simulation.gocd_timing import TimedQueue
 class Registrar:
     def __init__(
         self,
-        clock: Clock,
-        lock: threading.RLock,
-        config: GoCDConfig,
-        stats: GoCDStats,
+        core: ServerCore,
         keys: RegistrationKeys,
         agents: dict[str, Agent],
         on_registered: Callable[[Agent, float], None],
     ) -> None:
         """`agents`: the registry's, which a registered agent joins; `on_registered(agent, now)`: what the
         server does next for it (its first poll, or its first ping deadline when remote)."""
-        self._clock = clock
-        self._lock = lock
-        self._config = config
-        self._stats = stats
+        self._clock = core.clock
+        self._lock = core.lock
+        self._config = core.config
+        self._stats = core.stats
         self._keys = keys
         self._agents = agents
         self._on_registered = on_registered

@@ -5,16 +5,14 @@ console text for a job the server does not know is kept aside, for tests to see.
 
 from __future__ import annotations
 
-import threading
-
 from elastic_agent.simulation.gocd_jobs import ConsoleKey, JobBook
-from elastic_agent.simulation.gocd_records import GoCDConfig, HealthMessage
+from elastic_agent.simulation.gocd_records import HealthMessage, ServerCore
 
 
 class ServerSide:
-    def __init__(self, lock: threading.RLock, config: GoCDConfig, book: JobBook) -> None:
-        self._lock = lock
-        self._config = config
+    def __init__(self, core: ServerCore, book: JobBook) -> None:
+        self._lock = core.lock
+        self._config = core.config
         self._book = book
         self.health_messages: list[HealthMessage] = []
         self.orphan_console: dict[ConsoleKey, list[str]] = {}

@@ -11,15 +11,13 @@ wake when it is loaded (gocd_polls.py).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from elastic_agent.clock import Clock
 from elastic_agent.simulation import gocd_transport as wire
 from elastic_agent.simulation.gocd_jobs import JobBook
 from elastic_agent.simulation.gocd_messages import PluginMessenger
-from elastic_agent.simulation.gocd_records import GoCDConfig, GoCDStats, JobState
+from elastic_agent.simulation.gocd_records import JobState, ServerCore
 from elastic_agent.simulation.gocd_timing import EPSILON_S, is_due
 
 
@@ -30,10 +28,7 @@ class Waker(Protocol):
 class AssignmentTick:
     def __init__(
         self,
-        clock: Clock,
-        lock: threading.RLock,
-        config: GoCDConfig,
-        stats: GoCDStats,
+        core: ServerCore,
         book: JobBook,
         timers: Waker,
         issue_key: Callable[[int], str],
@@ -42,15 +37,15 @@ class AssignmentTick:
     ) -> None:
         """`timers`: the agents' poll timers, woken for each job loaded; `issue_key(job id)`: a fresh key;
         `start`: when the server started (its first tick is an interval later)."""
-        self._clock = clock
-        self._lock = lock
-        self._config = config
-        self._stats = stats
+        self._clock = core.clock
+        self._lock = core.lock
+        self._config = core.config
+        self._stats = core.stats
         self._book = book
         self._timers = timers
         self._issue_key = issue_key
         self._messenger = messenger
-        self.next_at = start + config.scheduler_interval_s
+        self.next_at = start + core.config.scheduler_interval_s
 
     def run(self) -> None:
         """The tick, if it is due (one for any number of intervals passed)."""
