@@ -49,7 +49,7 @@ from elastic_agent.simulation.gocd_jobs import ConsoleKey, JobBook
 from elastic_agent.simulation.gocd_keys import RegistrationKeys
 from elastic_agent.simulation.gocd_lost_contact import LostContact
 from elastic_agent.simulation.gocd_messages import Body, PluginMessenger
-from elastic_agent.simulation.gocd_pings import ServerPings
+from elastic_agent.simulation.gocd_pings import ProfileKey, ServerPings
 from elastic_agent.simulation.gocd_polls import PollTimers
 
 # ENV_KEY, AgentState and ConfigState are re-exported: callers import them from here.
@@ -116,7 +116,10 @@ class SimulatedGoCD:
             should_assign_body=self._should_assign_body,
         )
         self._tick = AssignmentTick(core, self._book, self._timers, self.issue_key, self._messenger, start)
-        self._pings = ServerPings(core, self._messenger, start)
+        # GoCD's own memory of its cluster profiles: an attribute of the server, which
+        # tests/scenarios/test_secrets_and_honesty.py tells apart from the plugin's by `vars(gocd)`.
+        self._cluster_profiles_seen: dict[ProfileKey, dict[str, str]] = {}
+        self._pings = ServerPings(core, self._messenger, start, self._cluster_profiles_seen)
         self._registrar = Registrar(core, self._keys, agents, self._registered)
         self._server_side = ServerSide(core, self._book)
         self._remote = RemoteAgents(core, self._book, self._registry, self._assigner.poll, self._completions)

@@ -30,14 +30,16 @@ class ServerPings:
         core: ServerCore,
         messenger: PluginMessenger,
         start: float,
+        profiles_seen: dict[ProfileKey, dict[str, str]],
     ) -> None:
-        """`start`: when the server started (its first ping is an interval later)."""
+        """`start`: when the server started (its first ping is an interval later); `profiles_seen`: where
+        the cluster profiles seen are kept, by their sorted items (empty at first)."""
         self._clock = core.clock
         self._lock = core.lock
         self._config = core.config
         self._stats = core.stats
         self._messenger = messenger
-        self._profiles_seen: dict[ProfileKey, dict[str, str]] = {}
+        self._profiles_seen = profiles_seen
         self.next_at = start + core.config.ping_interval_s
 
     def note_profile(self, properties: dict[str, str]) -> None:
