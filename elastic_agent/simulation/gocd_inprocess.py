@@ -10,16 +10,16 @@ tests/scenarios/test_quiet_pings.py show that the skipping leaves every pod, wai
   JSON-shaped dict `SimulatedGoCD` would encode (should-assign-work's job members built once per job), so
   neither side writes or reads JSON text. A transport without it (another plugin than this project's)
   gets the encoded text.
-- An idle agent's poll that would find no waiting job is not an event. Simulated in full, such a poll
-  asks nothing and ends with the agent dormant (`_queue_poll`); here the agent is made dormant when its
-  poll reaches the head of the queue and nothing of its environments waits. Why that is the same: jobs
-  start waiting only at a scheduler tick (`_admit_planned`), which wakes every dormant agent of the job's
-  environment at the first time of its poll schedule at or after the tick (the schedule is a pure
-  function of when the agent's back-off began, gocd_timing.PollBackOff, which a poll without work does
-  not change). The tick comes after the agent's previous poll (that poll was handled at an earlier
-  event), so the first poll time at or after it is the very poll that was dropped, and the agent polls
-  exactly when it would have. Without a tick that admits a job, the dropped poll would have done
-  nothing but make the agent dormant.
+- An idle agent's poll that would find no waiting job is not an event. Simulated in full, such a poll asks
+  nothing and ends with the agent dormant (gocd_polls.PollTimers.queue_poll); here the agent is made dormant
+  when its poll reaches the head of the queue and nothing of its environments waits. Why that is the same:
+  jobs start waiting only at a scheduler tick (gocd_tick.py), which wakes every dormant agent of the job's
+  environment at the first time of its poll schedule at or after the tick (the schedule is a pure function
+  of when the agent's back-off began, gocd_timing.PollBackOff, which a poll without work does not change).
+  The tick comes after the agent's previous poll (that poll was handled at an earlier event), so the first
+  poll time at or after it is the very poll that was dropped, and the agent polls exactly when it would
+  have. Without a tick that admits a job, the dropped poll would have done nothing but make the agent
+  dormant.
 - Scheduler ticks while no job waits or is scheduled are not events. Such a tick admits no job and
   loops over none, so it sends nothing and changes nothing but the time of the next tick. That time is
   caught up in `_add_job` when the first job is scheduled, by the same additions the skipped ticks
@@ -73,46 +73,45 @@ class InProcessGoCD(SimulatedGoCD):
         now = self._clock.now()
         with self._state_lock:
             for agent_id, at in self._dropped.items():
-                agent = self._agents.get(agent_id)
+                agent = self._registry.agents.get(agent_id)
                 if agent is None or not agent.dormant or agent.next_poll_at != at or at <= now:
                     continue  # woken since (its poll is queued again), gone, or past
                 for environment in agent.environments or (None,):
-                    self._dormant_by_env.get(environment, set()).discard(agent_id)
+                    self._timers.dormant_by_env.get(environment, set()).discard(agent_id)
                 agent.dormant = False
-                self._polls.push(at, agent_id)
+                self._timers.queue.push(at, agent_id)
             self._dropped.clear()
 
     def next_due_at(self) -> float:
         with self._state_lock:
-            idle = self._skipping and not self._waiting and not self._planned
+            idle = self._skipping and not self._book.waiting and not self._book.planned
             return min(
-                math.inf if idle else self._next_scheduler_at,
-                self._next_ping_at,
-                self._polls.first(),
-                self._completions.first(),
-                self._silences.first(),
+                math.inf if idle else self._tick.next_at,
+                self._pings.next_at,
+                self._timers.queue.first(),
+                self._completions.queue.first(),
+                self._registry.silences.first(),
             )
 
     def ping_alone_at(self) -> float:
         """The next ping's time when nothing else of this server's is due then or before; else infinity."""
         with self._state_lock:
-            idle = self._skipping and not self._waiting and not self._planned
+            idle = self._skipping and not self._book.waiting and not self._book.planned
             other = min(
-                math.inf if idle else self._next_scheduler_at,
-                self._polls.first(),
-                self._completions.first(),
-                self._silences.first(),
+                math.inf if idle else self._tick.next_at,
+                self._timers.queue.first(),
+                self._completions.queue.first(),
+                self._registry.silences.first(),
             )
-            return self._next_ping_at if self._next_ping_at < other - EPSILON_S else math.inf
+            next_ping_at = self._pings.next_at
+            return next_ping_at if next_ping_at < other - EPSILON_S else math.inf
 
     def next_ping_at(self) -> float:
-        return self._next_ping_at
+        return self._pings.next_at
 
     def skip_ping(self) -> None:
-        """The next server-ping is not sent: only its time moves on, as `_run_ping` moves it."""
-        with self._state_lock:
-            self._next_ping_at += self.config.ping_interval_s
-            self.stats.pings_skipped += 1
+        """The next server-ping is not sent: only its time moves on (gocd_pings.ServerPings.skip)."""
+        self._pings.skip()
 
     def disable_agents(self, agent_ids: Iterable[str]) -> None:
         self.agent_changes += 1
@@ -127,13 +126,11 @@ class InProcessGoCD(SimulatedGoCD):
         super()._lose_contact(agent, now)
 
     def _add_job(self, job: Job) -> None:
-        if not self._waiting and not self._planned:
+        if not self._book.waiting and not self._book.planned:
             # The ticks skipped while nothing waited: those before now would have been events of their
             # own (each at its own time); one at now is due now, with this job waiting, as when every
             # tick is simulated.
-            now = self._clock.now()
-            while self._next_scheduler_at < now:
-                self._next_scheduler_at += self.config.scheduler_interval_s
+            self._tick.catch_up(self._clock.now())
         super()._add_job(job)
 
     def _poll_is_current(self, at: float, agent_id: str) -> bool:
@@ -141,15 +138,13 @@ class InProcessGoCD(SimulatedGoCD):
             return False
         if not self._skipping:
             return True
-        agent = self._agents[agent_id]
+        agent = self._registry.agents[agent_id]
         environments = agent.environments or (None,)
-        if any(self._waiting_by_env.get(environment) for environment in environments):
+        if self._book.waits_in(environments):
             return True
         # The poll would ask nothing and make the agent dormant: do that now (module docstring).
-        agent.dormant = True
-        for environment in environments:
-            self._dormant_by_env.setdefault(environment, set()).add(agent_id)
-        if len(self._dropped) > 4 * len(self._agents) + 1024:  # forget polls long past
+        self._timers.make_dormant(agent, environments)
+        if len(self._dropped) > 4 * len(self._registry.agents) + 1024:  # forget polls long past
             now = self._clock.now()
             self._dropped = {key: when for key, when in self._dropped.items() if when > now}
         self._dropped[agent_id] = at
@@ -163,11 +158,12 @@ class InProcessGoCD(SimulatedGoCD):
     def _should_assign_body(self, status: Any, job: Job) -> dict[str, Any] | str:
         if isinstance(status, str):
             return super()._should_assign_body(status, job)
-        members: dict[str, Any] | None = self._encoded_jobs.get(job.job_id)
+        encoded_jobs = self._assigner.encoded_jobs
+        members: dict[str, Any] | None = encoded_jobs.get(job.job_id)
         if members is None:
             members = wire.should_assign_work_body({}, job.environment, *job.profiles(), job.identifier())
             del members["agent"]
-            self._encoded_jobs[job.job_id] = members
+            encoded_jobs[job.job_id] = members
         return {"agent": status, **members}
 
     def _send(self, request_name: str, body: dict[str, Any] | str) -> tuple[int, str]:

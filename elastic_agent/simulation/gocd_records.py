@@ -1,14 +1,16 @@
-"""The records of the simulated GoCD server: jobs, agents, keys, registrations, assignments, settings
-and statistics (the model is in gocd_model.py)."""
+"""The records of the simulated GoCD server: jobs, agents, keys, registrations, assignments, settings,
+statistics, and what all its parts share (the model is in gocd_model.py)."""
 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from elastic_agent import PLUGIN_ID
+from elastic_agent.clock import Clock
 
 ENV_SERVER_URL = "GO_EA_SERVER_URL"
 ENV_KEY = "GO_EA_AUTO_REGISTER_KEY"
@@ -261,3 +263,15 @@ class GoCDStats:
     deleted_while_building: list[str] = field(default_factory=list)
     assignment_races: list[str] = field(default_factory=list)
     invariant_violations: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ServerCore:
+    """What every part of the simulated server shares (gocd_model.py): its clock, its state lock (one
+    lock: a part that calls another holds it already), its settings (which tests may change while it
+    runs, so parts read them when they act) and its statistics."""
+
+    clock: Clock
+    lock: threading.RLock
+    config: GoCDConfig
+    stats: GoCDStats
