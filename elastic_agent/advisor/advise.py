@@ -152,52 +152,60 @@ def _meets_levels(
     return [level(p95_target), level(None)] if p95_target is not None else [level(None)]
 
 
-def advise_profile(
-    profile: str,
-    jobs: Sequence[TraceJob],
-    settings: SimSettings,
-    idle_timeouts: Sequence[str] = DEFAULT_IDLE_TIMEOUTS,
-    min_idle: Sequence[int] = DEFAULT_MIN_IDLE,
-    target: float = 0.2,
-    progress: Callable[[str], None] | None = None,
-    workers: int = 1,
-    *,
-    schedules: Sequence[ScheduleProposal] = (),
-    p95_target: float | None = None,
-    demand: Demand | None = None,
-    baseline: Callable[[], PolicyResult] | None = None,
-    runner: Runner | None = None,
-    exhaustive: bool = False,
-    extra: Sequence[tuple[str, Mapping[str, str]]] = (),
-    shared: Shared | None = None,
-    days: float = 1.0,
-    knee_gain: float = DEFAULT_MIN_GAIN_S,
-) -> ProfileAdvice:
-    """One profile's advice. `baseline`: gives its one-pod-per-job figures, waiting for them if they are
-    under way (else they are run here on its jobs alone); `exhaustive`: run every flat candidate rather
+@dataclass(frozen=True)
+class ProfileRequest:
+    """What one profile's advice is asked for: its jobs and settings, the candidates, the targets, and
+    where the figures come from. `baseline`: gives its one-pod-per-job figures, waiting for them if they
+    are under way (else they are run on its jobs alone); `exhaustive`: run every flat candidate rather
     than search.py's few; `extra`: more candidates, always run as schedules are (prediction_candidates);
     `shared`: gives the figures of a candidate that draws on what one backend shares between profiles
     (installation.py) from a run of the whole installation, instead of a run of this profile alone;
-    `days`: the judged days the figures cover; `knee_gain`: the knee rule's (knee.py)."""
+    `days`: the judged days the figures cover; `knee_gain`: the knee rule's (knee.py); `workers` and
+    `progress`: the pool's, when no runner is given."""
+
+    profile: str
+    jobs: Sequence[TraceJob]
+    settings: SimSettings
+    idle_timeouts: Sequence[str] = DEFAULT_IDLE_TIMEOUTS
+    min_idle: Sequence[int] = DEFAULT_MIN_IDLE
+    target: float = 0.2
+    p95_target: float | None = None
+    schedules: Sequence[ScheduleProposal] = ()
+    demand: Demand | None = None
+    baseline: Callable[[], PolicyResult] | None = None
+    exhaustive: bool = False
+    extra: Sequence[tuple[str, Mapping[str, str]]] = ()
+    shared: Shared | None = None
+    days: float = 1.0
+    knee_gain: float = DEFAULT_MIN_GAIN_S
+    workers: int = 1
+    progress: Callable[[str], None] | None = None
+
+
+def advise_profile(request: ProfileRequest, runner: Runner | None = None) -> ProfileAdvice:
+    """One profile's advice, its runs in `runner` (else in a pool of its own, `request.workers`)."""
+    r = request
     own = runner is None
     if runner is None:
-        runner = Runner(workers, _reporting(profile, progress))
+        runner = Runner(r.workers, _reporting(r.profile, r.progress))
     try:
-        base = baseline or runner.submit(simulate, (jobs, BASELINE, settings)).result
+        base = r.baseline or runner.submit(simulate, (r.jobs, BASELINE, r.settings)).result
         knobs = {
             flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
-            for t in idle_timeouts
-            for w in min_idle
+            for t in r.idle_timeouts
+            for w in r.min_idle
         }
         others: list[tuple[str, dict[str, str], ScheduleProposal | None]]
-        others = [(s.label, s.properties(), s) for s in schedules]
-        others += [(label, dict(properties), None) for label, properties in extra]
+        others = [(s.label, s.properties(), s) for s in r.schedules]
+        others += [(label, dict(properties), None) for label, properties in r.extra]
+        shared = r.shared
+
         def submit(
             label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None = None
         ) -> Callable[[], PolicyResult]:
             if shared is not None and shares_state(properties):
                 return shared(label, properties, schedule)
-            return runner.submit(simulate, (jobs, Policy(label, properties), settings)).result
+            return runner.submit(simulate, (r.jobs, Policy(label, properties), r.settings)).result
 
         # Candidates with no exact bound on their cost are always run, side by side with the search.
         other_runs = [submit(label, k, schedule) for label, k, schedule in others]
@@ -206,11 +214,11 @@ def advise_profile(
             started = [submit(label, knobs[label]) for label in labels]
             return {label: result() for label, result in zip(labels, started, strict=True)}
 
-        if exhaustive:
+        if r.exhaustive:
             found = SearchOutcome(run(list(knobs)), {})
         else:
-            levels = _meets_levels(base, target, p95_target)
-            found = search_flat(flat_rows(idle_timeouts, min_idle), levels, run)
+            levels = _meets_levels(base, r.target, r.p95_target)
+            found = search_flat(flat_rows(r.idle_timeouts, r.min_idle), levels, run)
         flat = [
             Candidate(label, knobs[label], found.results[label]) for label in knobs if label in found.results
         ]
@@ -222,23 +230,23 @@ def advise_profile(
     finally:
         if own:
             runner.close()
-    recommended, verdict = choose(candidates, baseline_result, target, p95_target, knee_gain)
-    best_flat, _ = choose(flat, baseline_result, target, p95_target, knee_gain)
+    recommended, verdict = choose(candidates, baseline_result, r.target, r.p95_target, r.knee_gain)
+    best_flat, _ = choose(flat, baseline_result, r.target, r.p95_target, r.knee_gain)
     return ProfileAdvice(
-        profile,
-        len(jobs),
+        r.profile,
+        len(r.jobs),
         baseline_result,
         candidates,
         frontier(candidates),
         recommended,
         verdict == "met",
         best_flat,
-        demand,
-        p95_target,
+        r.demand,
+        r.p95_target,
         verdict,
         found.skipped,
-        days,
-        knee_gain,
+        r.days,
+        r.knee_gain,
     )
 
 

@@ -54,7 +54,7 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     advise.add_argument(
         "--json",
         metavar="FILE",
-        help="also write every figure of the report to FILE as JSON (docs/advisor.md, \"--json\")",
+        help='also write every figure of the report to FILE as JSON (docs/advisor.md, "--json")',
     )
     advise.add_argument(
         "--timezone", default="UTC", help="IANA time zone the schedules' hours are read in (default UTC)"
@@ -116,7 +116,7 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
         "--tuned-key-lifetime",
         default=lifetime,
         help=f"the tuned server's key lifetime shown beside (default {lifetime}; docs/install.md, \"A GoCD "
-        "server tuned for reuse\", says why)",
+        'server tuned for reuse", says why)',
     )
     advise.add_argument(
         "--no-tuned", action="store_true", help="leave out the recommendations' figures on a tuned server"

@@ -41,9 +41,7 @@ class Server:
         return replace(base, scheduler_s=self.assignment_tick_s, key_lifetime_s=self.key_lifetime_s)
 
     def describe(self) -> str:
-        return (
-            f"tick {format_duration(self.assignment_tick_s)}, keys {format_duration(self.key_lifetime_s)}"
-        )
+        return f"tick {format_duration(self.assignment_tick_s)}, keys {format_duration(self.key_lifetime_s)}"
 
 
 GOCD_DEFAULTS = Server()
@@ -96,7 +94,7 @@ def render_together(runs: Sequence[TogetherRun], days: float = 1.0) -> str:
     if len(runs) > 1:
         lines += [
             "",
-            "A tuned server (docs/install.md, \"A GoCD server tuned for reuse\") sets "
+            'A tuned server (docs/install.md, "A GoCD server tuned for reuse") sets '
             "cruise.build.assignment.service.interval and gocd.ephemeral.auto.register.key.expiry.millis, "
             "and the cluster profile's auto_register_key_expiry to match; `advise --assignment-tick ... "
             "--key-lifetime ...` gives the recommendations for it.",

@@ -20,6 +20,7 @@ from elastic_agent.advisor.advise import (
     DEFAULT_IDLE_TIMEOUTS,
     DEFAULT_MIN_IDLE,
     ProfileAdvice,
+    ProfileRequest,
     ScheduleOptions,
     Shared,
     advise_profile,
@@ -160,22 +161,24 @@ def advise_trace(
             def advise(profile: str) -> ProfileAdvice:
                 demand, by_option = proposals[profile]
                 advice = advise_profile(
-                    profile,
-                    by_profile[profile],
-                    settings,
-                    request.idle_timeouts,
-                    request.min_idle,
-                    request.target,
-                    schedules=list({p.label: p for p in by_option.values()}.values()),
-                    p95_target=request.p95_target,
-                    demand=demand,
-                    baseline=lambda: baselines.result()[profile],
-                    runner=runner,
-                    exhaustive=request.exhaustive,
-                    extra=extra,
-                    shared=shared_for(profile),
-                    days=days,
-                    knee_gain=request.knee_gain,
+                    ProfileRequest(
+                        profile,
+                        by_profile[profile],
+                        settings,
+                        request.idle_timeouts,
+                        request.min_idle,
+                        request.target,
+                        request.p95_target,
+                        schedules=list({p.label: p for p in by_option.values()}.values()),
+                        demand=demand,
+                        baseline=lambda: baselines.result()[profile],
+                        exhaustive=request.exhaustive,
+                        extra=extra,
+                        shared=shared_for(profile),
+                        days=days,
+                        knee_gain=request.knee_gain,
+                    ),
+                    runner,
                 )
                 skipped_alone = [label for label in advice.skipped if label in alone_labels]
                 if skipped_alone and shown.total is not None:
