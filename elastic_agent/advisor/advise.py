@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from elastic_agent.advisor.installation import shares_state
 from elastic_agent.advisor.knee import DEFAULT_MIN_GAIN_S, knee, rule_text
-from elastic_agent.advisor.runner import Runner
-from elastic_agent.advisor.search import SearchOutcome, search_flat
+from elastic_agent.advisor.runner import Runner, Started, started
+from elastic_agent.advisor.search import SearchOutcome, bisection_order, search_flat
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, simulate
 from elastic_agent.traces.measures import PolicyResult
@@ -132,7 +132,7 @@ def choose(
 
 BASELINE = Policy("one pod per job", {"Reuse": "false"})
 # A candidate's figures for one profile, from a run of the whole installation (installation.py).
-Shared = Callable[[str, Mapping[str, str], ScheduleProposal | None], Callable[[], PolicyResult]]
+Shared = Callable[[str, Mapping[str, str], ScheduleProposal | None], Started]
 
 
 def flat_rows(idle_timeouts: Sequence[str], min_idle: Sequence[int]) -> list[list[str]]:
@@ -181,38 +181,65 @@ class ProfileRequest:
     workers: int = 1
     progress: Callable[[str], None] | None = None
 
+    def knobs(self) -> dict[str, dict[str, str]]:
+        """The flat candidates' properties, by label."""
+        return {
+            flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
+            for t in self.idle_timeouts
+            for w in self.min_idle
+        }
 
-def advise_profile(request: ProfileRequest, runner: Runner | None = None) -> ProfileAdvice:
-    """One profile's advice, its runs in `runner` (else in a pool of its own, `request.workers`)."""
+    def others(self) -> list[tuple[str, dict[str, str], ScheduleProposal | None]]:
+        """The candidates with no exact bound on their cost, always run: schedules, then `extra`."""
+        found: list[tuple[str, dict[str, str], ScheduleProposal | None]]
+        found = [(s.label, s.properties(), s) for s in self.schedules]
+        return found + [(label, dict(properties), None) for label, properties in self.extra]
+
+    def planned(self) -> list[tuple[str, Mapping[str, str], ScheduleProposal | None]]:
+        """Every candidate the advice could run: the others, then the flat ones in the order the
+        bisection asks for them (each row's middle first)."""
+        knobs = self.knobs()
+        orders = [bisection_order(row) for row in flat_rows(self.idle_timeouts, self.min_idle)]
+        flat = [
+            order[rank]
+            for rank in range(max(map(len, orders), default=0))
+            for order in orders
+            if rank < len(order)
+        ]
+        return [*self.others(), *((label, knobs[label], None) for label in flat)]
+
+    def start(
+        self, runner: Runner, label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None
+    ) -> Started:
+        """One candidate's run, started now: a whole installation's (`shared`) or the profile's alone."""
+        if self.shared is not None and shares_state(properties):
+            return self.shared(label, properties, schedule)
+        return started(runner.submit(simulate, (self.jobs, Policy(label, properties), self.settings)))
+
+
+def advise_profile(
+    request: ProfileRequest, runner: Runner | None = None, runs: Mapping[str, Started] | None = None
+) -> ProfileAdvice:
+    """One profile's advice, its runs in `runner` (else in a pool of its own, `request.workers`).
+    `runs`: every candidate of `request.planned()`, started already (whole_trace.py starts every
+    profile's, the longest first); else they are started here. Every candidate the search could ask for
+    is started before it asks for any; the search reads only those it asks for, and the rest are dropped,
+    so the advice is the one-by-one search's."""
     r = request
     own = runner is None
     if runner is None:
         runner = Runner(r.workers, _reporting(r.profile, r.progress))
     try:
         base = r.baseline or runner.submit(simulate, (r.jobs, BASELINE, r.settings)).result
-        knobs = {
-            flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
-            for t in r.idle_timeouts
-            for w in r.min_idle
-        }
-        others: list[tuple[str, dict[str, str], ScheduleProposal | None]]
-        others = [(s.label, s.properties(), s) for s in r.schedules]
-        others += [(label, dict(properties), None) for label, properties in r.extra]
-        shared = r.shared
-
-        def submit(
-            label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None = None
-        ) -> Callable[[], PolicyResult]:
-            if shared is not None and shares_state(properties):
-                return shared(label, properties, schedule)
-            return runner.submit(simulate, (r.jobs, Policy(label, properties), r.settings)).result
-
-        # Candidates with no exact bound on their cost are always run, side by side with the search.
-        other_runs = [submit(label, k, schedule) for label, k, schedule in others]
+        if runs is None:
+            runs = {label: r.start(runner, label, k, schedule) for label, k, schedule in r.planned()}
+        knobs = r.knobs()
+        others = r.others()
+        asked = {label for label, _, _ in others}
 
         def run(labels: Sequence[str]) -> dict[str, PolicyResult]:
-            started = [submit(label, knobs[label]) for label in labels]
-            return {label: result() for label, result in zip(labels, started, strict=True)}
+            asked.update(labels)
+            return {label: runs[label].result() for label in labels}
 
         if r.exhaustive:
             found = SearchOutcome(run(list(knobs)), {})
@@ -223,10 +250,12 @@ def advise_profile(request: ProfileRequest, runner: Runner | None = None) -> Pro
             Candidate(label, knobs[label], found.results[label]) for label in knobs if label in found.results
         ]
         candidates = flat + [
-            Candidate(label, k, result(), schedule)
-            for (label, k, schedule), result in zip(others, other_runs, strict=True)
+            Candidate(label, k, runs[label].result(), schedule) for label, k, schedule in others
         ]
         baseline_result = base()
+        for label, run_started in runs.items():
+            if label not in asked:
+                run_started.drop()
     finally:
         if own:
             runner.close()
