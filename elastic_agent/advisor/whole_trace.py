@@ -181,8 +181,8 @@ def advise_trace(
             requests = {profile: request_for(profile) for profile in profiles}
             started = _start_all(requests, runner)
             # Each profile's search waits on its own runs, all started: side by side, they drop the runs
-            # they did not ask for as early as they can.
-            # With one worker, runs are made when asked for (runner.py), so one search at a time.
+            # they did not ask for as early as they can. With one worker, runs are made when asked for
+            # (runner.py): one search at a time.
             searches = max(1, len(profiles) if workers > 1 else 1)
             with concurrent.futures.ThreadPoolExecutor(searches) as threads:
                 advices = list(
@@ -208,10 +208,11 @@ def _start_all(requests: Mapping[str, ProfileRequest], runner: Runner) -> dict[s
     in the order the search asks for them, `ProfileRequest.planned`)."""
     by_size = sorted(requests.values(), key=lambda r: -len(r.jobs))
     planned = [(r, label, k, schedule) for r in by_size for label, k, schedule in r.planned()]
-    whole = [run for run in planned if run[0].shared is not None and shares_state(run[2])]
-    alone = [run for run in planned if not (run[0].shared is not None and shares_state(run[2]))]
     started: dict[str, dict[str, Started]] = {profile: {} for profile in requests}
-    for r, label, k, schedule in whole + alone:
+    # A stable sort: the whole installation's runs first, each group in the order above.
+    for r, label, k, schedule in sorted(
+        planned, key=lambda run: not (run[0].shared and shares_state(run[2]))
+    ):
         started[r.profile][label] = r.start(runner, label, k, schedule)
     return started
 
