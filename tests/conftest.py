@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -17,6 +18,10 @@ from tests.support.live_stack import SPEED
 from tests.support.real_node_fixtures import real_kube_binaries, real_node, real_node_binaries
 
 __all__ = ["real_kube_binaries", "real_node", "real_node_binaries"]  # fixtures, used by name
+
+# No test reads or writes the user's cache of the advisor's runs (elastic_agent/advisor/cache.py), nor
+# depends on one: `advise` keeps none unless a test gives it `--cache-dir` (a temporary directory).
+os.environ["GOCD_REUSE_ADVISOR_CACHE"] = "off"
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from elastic_agent.advisor.installation import shares_state
 from elastic_agent.advisor.knee import DEFAULT_MIN_GAIN_S, knee, rule_text
-from elastic_agent.advisor.runner import Runner
-from elastic_agent.advisor.search import SearchOutcome, search_flat
+from elastic_agent.advisor.runner import Runner, Started, started
+from elastic_agent.advisor.search import SearchOutcome, bisection_order, search_flat
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, simulate
 from elastic_agent.traces.measures import PolicyResult
@@ -132,7 +132,7 @@ def choose(
 
 BASELINE = Policy("one pod per job", {"Reuse": "false"})
 # A candidate's figures for one profile, from a run of the whole installation (installation.py).
-Shared = Callable[[str, Mapping[str, str], ScheduleProposal | None], Callable[[], PolicyResult]]
+Shared = Callable[[str, Mapping[str, str], ScheduleProposal | None], Started]
 
 
 def flat_rows(idle_timeouts: Sequence[str], min_idle: Sequence[int]) -> list[list[str]]:
@@ -152,93 +152,130 @@ def _meets_levels(
     return [level(p95_target), level(None)] if p95_target is not None else [level(None)]
 
 
-def advise_profile(
-    profile: str,
-    jobs: Sequence[TraceJob],
-    settings: SimSettings,
-    idle_timeouts: Sequence[str] = DEFAULT_IDLE_TIMEOUTS,
-    min_idle: Sequence[int] = DEFAULT_MIN_IDLE,
-    target: float = 0.2,
-    progress: Callable[[str], None] | None = None,
-    workers: int = 1,
-    *,
-    schedules: Sequence[ScheduleProposal] = (),
-    p95_target: float | None = None,
-    demand: Demand | None = None,
-    baseline: Callable[[], PolicyResult] | None = None,
-    runner: Runner | None = None,
-    exhaustive: bool = False,
-    extra: Sequence[tuple[str, Mapping[str, str]]] = (),
-    shared: Shared | None = None,
-    days: float = 1.0,
-    knee_gain: float = DEFAULT_MIN_GAIN_S,
-) -> ProfileAdvice:
-    """One profile's advice. `baseline`: gives its one-pod-per-job figures, waiting for them if they are
-    under way (else they are run here on its jobs alone); `exhaustive`: run every flat candidate rather
+@dataclass(frozen=True)
+class ProfileRequest:
+    """What one profile's advice is asked for: its jobs and settings, the candidates, the targets, and
+    where the figures come from. `baseline`: gives its one-pod-per-job figures, waiting for them if they
+    are under way (else they are run on its jobs alone); `exhaustive`: run every flat candidate rather
     than search.py's few; `extra`: more candidates, always run as schedules are (prediction_candidates);
     `shared`: gives the figures of a candidate that draws on what one backend shares between profiles
     (installation.py) from a run of the whole installation, instead of a run of this profile alone;
-    `days`: the judged days the figures cover; `knee_gain`: the knee rule's (knee.py)."""
+    `days`: the judged days the figures cover; `knee_gain`: the knee rule's (knee.py); `workers` and
+    `progress`: the pool's, when no runner is given."""
+
+    profile: str
+    jobs: Sequence[TraceJob]
+    settings: SimSettings
+    idle_timeouts: Sequence[str] = DEFAULT_IDLE_TIMEOUTS
+    min_idle: Sequence[int] = DEFAULT_MIN_IDLE
+    target: float = 0.2
+    p95_target: float | None = None
+    schedules: Sequence[ScheduleProposal] = ()
+    demand: Demand | None = None
+    baseline: Callable[[], PolicyResult] | None = None
+    exhaustive: bool = False
+    extra: Sequence[tuple[str, Mapping[str, str]]] = ()
+    shared: Shared | None = None
+    days: float = 1.0
+    knee_gain: float = DEFAULT_MIN_GAIN_S
+    workers: int = 1
+    progress: Callable[[str], None] | None = None
+
+    def knobs(self) -> dict[str, dict[str, str]]:
+        """The flat candidates' properties, by label."""
+        return {
+            flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
+            for t in self.idle_timeouts
+            for w in self.min_idle
+        }
+
+    def others(self) -> list[tuple[str, dict[str, str], ScheduleProposal | None]]:
+        """The candidates with no exact bound on their cost, always run: schedules, then `extra`."""
+        found: list[tuple[str, dict[str, str], ScheduleProposal | None]]
+        found = [(s.label, s.properties(), s) for s in self.schedules]
+        return found + [(label, dict(properties), None) for label, properties in self.extra]
+
+    def planned(self) -> list[tuple[str, Mapping[str, str], ScheduleProposal | None]]:
+        """Every candidate the advice could run: the others, then the flat ones in the order the
+        bisection asks for them (each row's middle first)."""
+        knobs = self.knobs()
+        orders = [bisection_order(row) for row in flat_rows(self.idle_timeouts, self.min_idle)]
+        flat = [
+            order[rank]
+            for rank in range(max(map(len, orders), default=0))
+            for order in orders
+            if rank < len(order)
+        ]
+        return [*self.others(), *((label, knobs[label], None) for label in flat)]
+
+    def start(
+        self, runner: Runner, label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None
+    ) -> Started:
+        """One candidate's run, started now: a whole installation's (`shared`) or the profile's alone."""
+        if self.shared is not None and shares_state(properties):
+            return self.shared(label, properties, schedule)
+        return started(runner.submit(simulate, (self.jobs, Policy(label, properties), self.settings)))
+
+
+def advise_profile(
+    request: ProfileRequest, runner: Runner | None = None, runs: Mapping[str, Started] | None = None
+) -> ProfileAdvice:
+    """One profile's advice, its runs in `runner` (else in a pool of its own, `request.workers`).
+    `runs`: every candidate of `request.planned()`, started already (whole_trace.py starts every
+    profile's, the longest first); else they are started here. Every candidate the search could ask for
+    is started before it asks for any; the search reads only those it asks for, and the rest are dropped,
+    so the advice is the one-by-one search's."""
+    r = request
     own = runner is None
     if runner is None:
-        runner = Runner(workers, _reporting(profile, progress))
+        runner = Runner(r.workers, _reporting(r.profile, r.progress))
     try:
-        base = baseline or runner.submit(simulate, (jobs, BASELINE, settings)).result
-        knobs = {
-            flat_label(t, w): {"Reuse": "true", "IdleTimeout": t, "MinIdlePods": str(w)}
-            for t in idle_timeouts
-            for w in min_idle
-        }
-        others: list[tuple[str, dict[str, str], ScheduleProposal | None]]
-        others = [(s.label, s.properties(), s) for s in schedules]
-        others += [(label, dict(properties), None) for label, properties in extra]
-        def submit(
-            label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None = None
-        ) -> Callable[[], PolicyResult]:
-            if shared is not None and shares_state(properties):
-                return shared(label, properties, schedule)
-            return runner.submit(simulate, (jobs, Policy(label, properties), settings)).result
-
-        # Candidates with no exact bound on their cost are always run, side by side with the search.
-        other_runs = [submit(label, k, schedule) for label, k, schedule in others]
+        base = r.baseline or runner.submit(simulate, (r.jobs, BASELINE, r.settings)).result
+        if runs is None:
+            runs = {label: r.start(runner, label, k, schedule) for label, k, schedule in r.planned()}
+        knobs = r.knobs()
+        others = r.others()
+        asked = {label for label, _, _ in others}
 
         def run(labels: Sequence[str]) -> dict[str, PolicyResult]:
-            started = [submit(label, knobs[label]) for label in labels]
-            return {label: result() for label, result in zip(labels, started, strict=True)}
+            asked.update(labels)
+            return {label: runs[label].result() for label in labels}
 
-        if exhaustive:
+        if r.exhaustive:
             found = SearchOutcome(run(list(knobs)), {})
         else:
-            levels = _meets_levels(base, target, p95_target)
-            found = search_flat(flat_rows(idle_timeouts, min_idle), levels, run)
+            levels = _meets_levels(base, r.target, r.p95_target)
+            found = search_flat(flat_rows(r.idle_timeouts, r.min_idle), levels, run)
         flat = [
             Candidate(label, knobs[label], found.results[label]) for label in knobs if label in found.results
         ]
         candidates = flat + [
-            Candidate(label, k, result(), schedule)
-            for (label, k, schedule), result in zip(others, other_runs, strict=True)
+            Candidate(label, k, runs[label].result(), schedule) for label, k, schedule in others
         ]
         baseline_result = base()
+        for label, run_started in runs.items():
+            if label not in asked:
+                run_started.drop()
     finally:
         if own:
             runner.close()
-    recommended, verdict = choose(candidates, baseline_result, target, p95_target, knee_gain)
-    best_flat, _ = choose(flat, baseline_result, target, p95_target, knee_gain)
+    recommended, verdict = choose(candidates, baseline_result, r.target, r.p95_target, r.knee_gain)
+    best_flat, _ = choose(flat, baseline_result, r.target, r.p95_target, r.knee_gain)
     return ProfileAdvice(
-        profile,
-        len(jobs),
+        r.profile,
+        len(r.jobs),
         baseline_result,
         candidates,
         frontier(candidates),
         recommended,
         verdict == "met",
         best_flat,
-        demand,
-        p95_target,
+        r.demand,
+        r.p95_target,
         verdict,
         found.skipped,
-        days,
-        knee_gain,
+        r.days,
+        r.knee_gain,
     )
 
 

@@ -54,7 +54,7 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     advise.add_argument(
         "--json",
         metavar="FILE",
-        help="also write every figure of the report to FILE as JSON (docs/advisor.md, \"--json\")",
+        help='also write every figure of the report to FILE as JSON (docs/advisor.md, "--json")',
     )
     advise.add_argument(
         "--timezone", default="UTC", help="IANA time zone the schedules' hours are read in (default UTC)"
@@ -116,7 +116,7 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
         "--tuned-key-lifetime",
         default=lifetime,
         help=f"the tuned server's key lifetime shown beside (default {lifetime}; docs/install.md, \"A GoCD "
-        "server tuned for reuse\", says why)",
+        'server tuned for reuse", says why)',
     )
     advise.add_argument(
         "--no-tuned", action="store_true", help="leave out the recommendations' figures on a tuned server"
@@ -157,12 +157,22 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     advise.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
     )
+    kept = advise.add_mutually_exclusive_group()
+    kept.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep every simulation's figures in DIR, and take them from there when the same trace, "
+        "settings and code ask for them again (default: $XDG_CACHE_HOME/gocd-reuse-advisor, else "
+        "~/.cache/gocd-reuse-advisor)",
+    )
+    kept.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
 
 
 def run(args: argparse.Namespace) -> int:
     # Here, not at the top: every command's parser is built whatever the command, `serve` included, and
     # this is what loads the simulator.
     from elastic_agent.advisor.advise import ScheduleOptions
+    from elastic_agent.advisor.cache import RunCache, default_directory
     from elastic_agent.advisor.current_policy import parse_current, parse_pod_starts
     from elastic_agent.advisor.together import Server
     from elastic_agent.advisor.whole_trace import Request, run_advisor
@@ -196,7 +206,9 @@ def run(args: argparse.Namespace) -> int:
             knee_gain=_knee_gain(args.knee_gain),
         )
         json_path = _report_file(args.json, "--json", args.trace)
-        return run_advisor(
+        directory = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_directory()
+        cache = RunCache(directory) if directory is not None else None
+        status = run_advisor(
             args.trace,
             request,
             seed=args.seed,
@@ -211,7 +223,11 @@ def run(args: argparse.Namespace) -> int:
             html=html,
             current=parse_current(args.current),
             pod_start=parse_pod_starts(args.pod_start),
+            cache=cache,
         )
+        if cache is not None and cache.hits + cache.misses:
+            print(cache.said(), file=sys.stderr)
+        return status
     except OSError as error:
         print(f"error: cannot read the trace {args.trace}: {error.strerror or error}", file=sys.stderr)
         return 2

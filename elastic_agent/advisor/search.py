@@ -74,6 +74,22 @@ def search_flat(rows: Sequence[Sequence[str]], levels: Sequence[Meets], run: Run
     return SearchOutcome(results, {})
 
 
+def bisection_order(row: Sequence[str]) -> list[str]:
+    """A row's labels in the order `_bisect` may ask for them: its middle, then the middles of the halves
+    on either side, and so on (which of each pair it asks for depends on the results)."""
+    order: list[str] = []
+    spans = [(0, len(row))]
+    while spans:
+        halves = []
+        for lo, hi in spans:
+            if lo < hi:
+                mid = (lo + hi) // 2
+                order.append(row[mid])
+                halves += [(lo, mid), (mid + 1, hi)]
+        spans = halves
+    return order
+
+
 def _bisect(
     rows: Sequence[Sequence[str]],
     meets: Meets,

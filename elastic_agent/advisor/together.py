@@ -17,8 +17,7 @@ be cheaper (run `advise` again with its values to see them).
 
 from __future__ import annotations
 
-import concurrent.futures
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from elastic_agent.advisor.runner import Runner
@@ -41,9 +40,7 @@ class Server:
         return replace(base, scheduler_s=self.assignment_tick_s, key_lifetime_s=self.key_lifetime_s)
 
     def describe(self) -> str:
-        return (
-            f"tick {format_duration(self.assignment_tick_s)}, keys {format_duration(self.key_lifetime_s)}"
-        )
+        return f"tick {format_duration(self.assignment_tick_s)}, keys {format_duration(self.key_lifetime_s)}"
 
 
 GOCD_DEFAULTS = Server()
@@ -63,17 +60,21 @@ def as_recommended(
     settings: SimSettings,
     server: Server,
     tuned: Server | None,
+    made: PolicyResult | None = None,
 ) -> list[TogetherRun]:
-    """The whole trace with every profile on its recommendation, on `server` and (when given) `tuned`."""
+    """The whole trace with every profile on its recommendation, on `server` and (when given) `tuned`;
+    `made`: the run on `server`, when an installation run already made it (installation.py)."""
     policy = Policy("as recommended", per_profile=recommended)
     servers = [(f"this server ({server.describe()})", server)]
     if tuned is not None:
         servers.append((f"tuned ({tuned.describe()})", tuned))
-    futures: list[tuple[str, concurrent.futures.Future[PolicyResult]]] = [
-        (title, runner.submit(simulate, (jobs, policy, chosen.settings(settings))))
-        for title, chosen in servers
+    futures: list[tuple[str, Callable[[], PolicyResult]]] = [
+        (title, runner.submit(simulate, (jobs, policy, chosen.settings(settings))).result)
+        for title, chosen in servers[1 if made is not None else 0 :]
     ]
-    return [TogetherRun(title, future.result()) for title, future in futures]
+    if made is not None:
+        futures.insert(0, (servers[0][0], lambda: made))
+    return [TogetherRun(title, result()) for title, result in futures]
 
 
 def render_together(runs: Sequence[TogetherRun], days: float = 1.0) -> str:
@@ -96,7 +97,7 @@ def render_together(runs: Sequence[TogetherRun], days: float = 1.0) -> str:
     if len(runs) > 1:
         lines += [
             "",
-            "A tuned server (docs/install.md, \"A GoCD server tuned for reuse\") sets "
+            'A tuned server (docs/install.md, "A GoCD server tuned for reuse") sets '
             "cruise.build.assignment.service.interval and gocd.ephemeral.auto.register.key.expiry.millis, "
             "and the cluster profile's auto_register_key_expiry to match; `advise --assignment-tick ... "
             "--key-lifetime ...` gives the recommendations for it.",

@@ -20,25 +20,26 @@ from elastic_agent.advisor.advise import (
     DEFAULT_IDLE_TIMEOUTS,
     DEFAULT_MIN_IDLE,
     ProfileAdvice,
+    ProfileRequest,
     ScheduleOptions,
     Shared,
     advise_profile,
-    flat_label,
     prediction_candidates,
     render,
     summary,
 )
+from elastic_agent.advisor.cache import RunCache
 from elastic_agent.advisor.calibration import Calibration, calibrate
 from elastic_agent.advisor.calibration_report import render_calibration, render_current
 from elastic_agent.advisor.current_policy import CurrentPolicy, GivenPodStart
 from elastic_agent.advisor.followers import following
 from elastic_agent.advisor.holdout import Split, split_trace
-from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere
+from elastic_agent.advisor.installation import Installation, InstallationRun, same_everywhere, shares_state
 from elastic_agent.advisor.knee import DEFAULT_MIN_GAIN_S, rule_text
 from elastic_agent.advisor.predict_report import render_predict
 from elastic_agent.advisor.report_html import save_html
 from elastic_agent.advisor.report_json import Context, document, write
-from elastic_agent.advisor.runner import Runner
+from elastic_agent.advisor.runner import Runner, Started
 from elastic_agent.advisor.together import (
     GOCD_DEFAULTS,
     TUNED,
@@ -111,10 +112,11 @@ def advise_trace(
     progress: Callable[[str], None] | None = None,
     bar: bool = False,
     calibration: Calibration | None = None,
+    cache: RunCache | None = None,
 ) -> TraceAdvice:
     """Every profile's advice; `settings` are the server's (`server.settings`), with `calibration`'s pod
     start-up when given (`Calibration.settings`), and its current policy simulated beside the baseline
-    when it is not one pod per job."""
+    when it is not one pod per job; `cache`: runs made before (cache.py)."""
     days = split.days_judged
     by_profile: dict[str, list[TraceJob]] = {}
     for job in jobs:
@@ -128,7 +130,6 @@ def advise_trace(
     options = {option for _, by_option in proposals.values() for option in by_option}
     timeouts, warm = len(request.idle_timeouts), request.min_idle
     alone = timeouts * sum(1 for n in warm if n == 0)
-    alone_labels = {flat_label(t, 0) for t in request.idle_timeouts}
     together = timeouts * sum(1 for n in warm if n > 0) + len(options) + len(extra)
     current = _current_policy(calibration, profiles)
     runs_of_current = 1 if current is not None else 0
@@ -136,7 +137,7 @@ def advise_trace(
         1 + runs_of_current + alone * len(profiles) + together + (2 if tuned is not None else 1), bar
     )
     try:
-        runner = Runner(workers, _counting(shown, progress))
+        runner = Runner(workers, _counting(shown, progress), _dropping(shown), cache)
         try:
             # One pod per job shares nothing between profiles: one run of the whole trace is every
             # profile's baseline.
@@ -149,7 +150,7 @@ def advise_trace(
             def shared_for(profile: str) -> Shared:
                 def shared(
                     label: str, properties: Mapping[str, str], schedule: ScheduleProposal | None
-                ) -> Callable[[], PolicyResult]:
+                ) -> Started:
                     if schedule is None:
                         return installation.figures(same_everywhere(label, properties, profiles), profile)
                     option = next(o for o, p in proposals[profile][1].items() if p is schedule)
@@ -157,43 +158,63 @@ def advise_trace(
 
                 return shared
 
-            def advise(profile: str) -> ProfileAdvice:
+            def request_for(profile: str) -> ProfileRequest:
                 demand, by_option = proposals[profile]
-                advice = advise_profile(
+                return ProfileRequest(
                     profile,
                     by_profile[profile],
                     settings,
                     request.idle_timeouts,
                     request.min_idle,
                     request.target,
+                    request.p95_target,
                     schedules=list({p.label: p for p in by_option.values()}.values()),
-                    p95_target=request.p95_target,
                     demand=demand,
                     baseline=lambda: baselines.result()[profile],
-                    runner=runner,
                     exhaustive=request.exhaustive,
                     extra=extra,
                     shared=shared_for(profile),
                     days=days,
                     knee_gain=request.knee_gain,
                 )
-                skipped_alone = [label for label in advice.skipped if label in alone_labels]
-                if skipped_alone and shown.total is not None:
-                    shown.total -= len(skipped_alone)
-                    shown.refresh()
-                return advice
 
-            # Each profile's search waits on its own runs: side by side, they keep the workers busy.
-            with concurrent.futures.ThreadPoolExecutor(max(1, min(workers, len(profiles)))) as threads:
-                advices = list(threads.map(advise, profiles))
+            requests = {profile: request_for(profile) for profile in profiles}
+            started = _start_all(requests, runner)
+            # Each profile's search waits on its own runs, all started: side by side, they drop the runs
+            # they did not ask for as early as they can. With one worker, runs are made when asked for
+            # (runner.py): one search at a time.
+            searches = max(1, len(profiles) if workers > 1 else 1)
+            with concurrent.futures.ThreadPoolExecutor(searches) as threads:
+                advices = list(
+                    threads.map(lambda p: advise_profile(requests[p], runner, started[p]), profiles)
+                )
             recommended = {a.profile: a.recommended.properties for a in advices}
-            runs = as_recommended(runner, jobs, recommended, settings, server, tuned)
+            made = installation.made(recommended, server.settings(settings))
+            if made is not None and shown.total is not None:
+                shown.total -= 1
+                shown.refresh()
+            runs = as_recommended(runner, jobs, recommended, settings, server, tuned, made)
             simulated_current = {} if currents is None else dict(currents.result())
         finally:
             runner.close()
     finally:
         shown.close()
     return TraceAdvice(advices, runs, days, calibration, simulated_current)
+
+
+def _start_all(requests: Mapping[str, ProfileRequest], runner: Runner) -> dict[str, dict[str, Started]]:
+    """Every candidate of every profile's search, started now, the longest runs first: those of the
+    whole installation, then those of each profile alone, the profile with the most jobs first (in each,
+    in the order the search asks for them, `ProfileRequest.planned`)."""
+    by_size = sorted(requests.values(), key=lambda r: -len(r.jobs))
+    planned = [(r, label, k, schedule) for r in by_size for label, k, schedule in r.planned()]
+    started: dict[str, dict[str, Started]] = {profile: {} for profile in requests}
+    # A stable sort: the whole installation's runs first, each group in the order above.
+    for r, label, k, schedule in sorted(
+        planned, key=lambda run: not (run[0].shared and shares_state(run[2]))
+    ):
+        started[r.profile][label] = r.start(runner, label, k, schedule)
+    return started
 
 
 def _current_policy(calibration: Calibration | None, profiles: Sequence[str]) -> Policy | None:
@@ -225,13 +246,15 @@ def run_advisor(
     html: str | None = None,
     current: CurrentPolicy | None = None,
     pod_start: GivenPodStart | None = None,
+    cache: RunCache | None = None,
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
     the advice is for; `tuned`: a server whose figures for the recommendations are shown beside;
     `json_path`: where to write the report's figures as JSON too (report_json.py); `html`: a file to
     write the report to as a page with plots, drawn from the same figures (report_html.py); `current`:
     the policy the trace was recorded under (one pod per job by default), on which the pod start-up is
-    calibrated (calibration.py) unless `pod_start` gives it."""
+    calibrated (calibration.py) unless `pod_start` gives it; `cache`: runs made before (cache.py), none
+    when not given."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -243,7 +266,7 @@ def run_advisor(
     out(split.describe(jobs) + "\n")
     base = SimSettings(seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at)
     settings = server.settings(base)
-    calibrating = Runner(workers)
+    calibrating = Runner(workers, cache=cache)
     try:
         calibration = calibrate(
             jobs,
@@ -269,6 +292,7 @@ def run_advisor(
         progress=progress,
         bar=bar,
         calibration=calibration,
+        cache=cache,
     )
     follows = following(jobs)
     for advice in found.advices:
@@ -354,6 +378,17 @@ def _schedules(
                 if made:
                     found[ScheduleOption(plain, busy, quantile)] = made[0]
     return demand, found
+
+
+def _dropping(shown: Progress) -> Callable[[], None]:
+    """A run cancelled before it began is one the bar will not count."""
+
+    def dropped() -> None:
+        if shown.total is not None:
+            shown.total -= 1
+            shown.refresh()
+
+    return dropped
 
 
 def _counting(shown: Progress, progress: Callable[[str], None] | None) -> Callable[[PolicyResult], None]:

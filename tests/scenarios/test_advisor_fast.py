@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from elastic_agent.advisor.advise import BASELINE, ProfileAdvice, advise_profile, render, summary
+from elastic_agent.advisor.advise import (
+    BASELINE,
+    ProfileAdvice,
+    ProfileRequest,
+    advise_profile,
+    render,
+    summary,
+)
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Simulation
 from elastic_agent.traces.measures import PolicyResult
@@ -41,15 +48,17 @@ def test_the_fast_advisor_recommends_what_the_exhaustive_one_does_with_the_same_
     baseline = Simulation(jobs, BASELINE, settings).run()
     advices = [
         advise_profile(
-            "big-memory",
-            jobs,
-            settings,
-            idle_timeouts=("1m", "2m", "5m", "10m", "20m", "30m"),
-            min_idle=(1,),
-            target=0.3,
-            p95_target=10.0,
-            baseline=lambda: baseline,
-            exhaustive=exhaustive,
+            ProfileRequest(
+                "big-memory",
+                jobs,
+                settings,
+                idle_timeouts=("1m", "2m", "5m", "10m", "20m", "30m"),
+                min_idle=(1,),
+                target=0.3,
+                p95_target=10.0,
+                baseline=lambda: baseline,
+                exhaustive=exhaustive,
+            )
         )
         for exhaustive in (False, True)
     ]

@@ -18,10 +18,11 @@ from benchmarks.prediction_compare import Case, policies
 from elastic_agent.advisor.advise import ScheduleOptions
 from elastic_agent.advisor.command import add_arguments, run
 from elastic_agent.advisor.holdout import split_trace
+from elastic_agent.advisor.installation import simulate_installation
 from elastic_agent.advisor.together import TUNED
 from elastic_agent.advisor.whole_trace import Request, TraceAdvice, advise_trace
 from elastic_agent.simulation.run_settings import SimSettings
-from elastic_agent.simulation.virtual_time import Policy, Simulation, simulate_by_profile
+from elastic_agent.simulation.virtual_time import Policy, Simulation, simulate, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import DEFAULT_ORIGIN, TraceJob, write_trace
@@ -136,3 +137,13 @@ def test_a_bad_server_setting_is_a_sentence_and_exit_status_2(
     add_arguments(parser)
     assert run(parser.parse_args([str(trace), option, value])) == 2
     assert said in capsys.readouterr().err
+
+
+def test_an_installation_runs_whole_figures_are_those_of_the_same_run_unsplit(day: list[TraceJob]) -> None:
+    warm = {"Reuse": "true", "IdleTimeout": "2m", "MinIdlePods": "1"}
+    jobs = day[:300]
+    policy = Policy("warm", per_profile={job.profile: warm for job in jobs})
+    made = simulate_installation((jobs, policy, _settings()))
+    assert _figures(made.whole) == _figures(simulate((jobs, policy, _settings())))
+    split = simulate_by_profile((jobs, policy, _settings()))
+    assert {p: _figures(r) for p, r in made.by_profile.items()} == {p: _figures(r) for p, r in split.items()}

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from elastic_agent.advisor.advise import advise_profile, render
+from elastic_agent.advisor.advise import ProfileRequest, advise_profile, render
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.traces.schedule_advice import analyse, propose
 from elastic_agent.traces.workload import (
@@ -185,8 +185,9 @@ def test_a_schedule_waits_like_the_long_flat_setting_for_less_idle_and_far_less_
     # and then each for a kept pod's next poll, up to 10 s apart once a pod has been idle for a while
     # (GoCD's agent back-off), 5.8 s on average; a fifth would be out of reach.
     advice = advise_profile(
-        "java", jobs, settings, ("10m", "20m"), (0,), 0.25, schedules=proposals, p95_target=10.0,
-        demand=demand,
+        ProfileRequest(
+            "java", jobs, settings, ("10m", "20m"), (0,), 0.25, 10.0, schedules=proposals, demand=demand
+        )
     )  # fmt: skip
     short, long, scheduled = advice.candidates
     assert scheduled.schedule is not None
