@@ -103,14 +103,18 @@ def build(
     pods: int, fingerprints: int, idle_since: float = 1_700_000_000.0, busy: int = 0
 ) -> tuple[ClusterPool, list[JobSpec]]:
     """`pods` idle pods over `fingerprints` fingerprints, idle since `idle_since`; the first `busy` of
-    them busy instead."""
+    them busy instead, for 10 minutes by then."""
     identity = PodIdentity(server_id="bench", cluster="c0")
     server = "https://gocd.example.test/go"
     specs = [JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None, server) for n in range(fingerprints)]
     views = []
     for n in range(pods):
         spec = specs[n % fingerprints]
-        state = {labels.ANN_STATE: "busy", labels.ANN_CURRENT_JOB: f'{{"job_id": {n}}}'} if n < busy else {}
+        state = {} if n >= busy else {
+            labels.ANN_STATE: "busy",  # for 10 minutes: GoCD's list is the truth for it again
+            labels.ANN_STATE_SINCE: f"{idle_since - 600:.3f}",
+            labels.ANN_CURRENT_JOB: f'{{"job_id": {n}}}',
+        }  # fmt: skip
         views.append(
             PodView(
                 name=f"pod-{n}",
@@ -198,19 +202,23 @@ def measure_ping(pods: int, pings: int) -> dict[str, float]:
     within their idle timeout, the others busy, and GoCD lists each agent as the pool knows it."""
     busy = pods * 4 // 5
     pool, _ = build(pods, fingerprints=50, idle_since=time.time(), busy=busy)
-    agents = {
-        f"pod-{n}": Agent(f"pod-{n}", "Building" if n < busy else "Idle", "Building" if n < busy else "Idle",
-                          "Enabled")
-        for n in range(pods)
-    }  # fmt: skip
+
+    def listed() -> dict[str, Agent]:  # a new list at every ping, as GoCD's answer is parsed anew
+        return {
+            f"pod-{n}": Agent(f"pod-{n}", "Building" if n < busy else "Idle",
+                              "Building" if n < busy else "Idle", "Enabled")
+            for n in range(pods)
+        }  # fmt: skip
+
     gocd = SilentGoCD()
     samples = []
     for _ in range(pings):
+        agents = listed()
         listed_at = pool.state.change_mark()
         started = time.perf_counter()
         pool.reconcile(agents, gocd, listed_at)  # type: ignore[arg-type]
         samples.append(time.perf_counter() - started)
-    if any(pool.state.deleted_by_us(name) for name in agents):
+    if any(pool.state.deleted_by_us(f"pod-{n}") for n in range(pods)):
         raise RuntimeError("a ping retired a pod: the benchmark measures pings that change nothing")
     samples.sort()
     return {"p50_ms": samples[len(samples) // 2] * 1000, "p99_ms": samples[int(len(samples) * 0.99)] * 1000}

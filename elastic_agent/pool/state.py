@@ -39,6 +39,7 @@ from elastic_agent.pool.key_lifetime import KeyLifetime, KeyShortages
 from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity
 from elastic_agent.pool.records import PodRecord, PodState, RecordInputs
+from elastic_agent.pool.settled import SettledPods
 from elastic_agent.pool.shortfall import ShortfallCache
 from profiles.cluster import ClusterProfile
 
@@ -105,6 +106,7 @@ class PoolState:
         self._revision = 0
         self._demands = DemandCache()
         self.shortfalls = ShortfallCache()  # the warm pool's (shortfall.py)
+        self.settled = SettledPods()  # what the last server-ping found nothing to do about (settled.py)
         self._creating: dict[object, str] = {}  # reservation token -> fingerprint
         self._creating_names: dict[object, str] = {}  # reservation token -> name of the pod being created
         self._deleted: set[str] = set()  # pods we deleted that the watch may still show
