@@ -52,7 +52,8 @@ def what_gocd_says(state: PoolState, agents: Mapping[str, Agent], now: float, li
             continue
         name = record.name
         agent = agents.get(name)
-        assigned = state.assigned_at(name, record.state_since)
+        busy = record.state == PodState.BUSY and not record.failed
+        assigned = state.assigned_at(name, record.state_since) if busy else None  # its grace's start
         known = settled.get(name)
         if (
             known is not None
@@ -67,7 +68,7 @@ def what_gocd_says(state: PoolState, agents: Mapping[str, Agent], now: float, li
         if agent is not None and not record.registered:
             intents += registered(state, record, now)  # a held profile's row of broken pods ends
             quiet = False
-        if record.state == PodState.BUSY and not record.failed:
+        if busy:
             # Due whatever this list says: the next one may show the agent idle (GoCD does for a moment
             # after a `true`), and a lost job-completion is repaired once the grace is over.
             over, ends = _grace(state, record, now)

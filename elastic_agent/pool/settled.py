@@ -31,12 +31,12 @@ _MINUTE_S = 60.0
 
 @dataclass(frozen=True)
 class Told:
-    """GoCD's list said nothing to do of `record` with `agent` at `since`, the pod's latest `true` being
-    at `assigned` (a busy pod's grace is over then, and stays over)."""
+    """GoCD's list said nothing to do of `record` with `agent` at `since`; for a busy pod, its latest
+    `true` was at `assigned` (its grace was over then, and stays over); None for the others."""
 
     record: PodRecord
     agent: Agent | None
-    assigned: float
+    assigned: float | None
     since: float
 
 
