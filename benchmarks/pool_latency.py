@@ -1,7 +1,8 @@
 """In-process latency of should-assign-work with many pods: the pool's answer alone, no HTTP. Also the
-time create-agent holds the pool's lock when no pod is needed (should-assign-work waits for that lock).
+time create-agent holds the pool's lock when no pod is needed (should-assign-work waits for that lock),
+and a server-ping's work for the pool when nothing changed (GoCD lists every agent as the pool knows it).
 
-    python -m benchmarks.pool_latency [--pods 5000] [--calls 20000]
+    python -m benchmarks.pool_latency [--pods 5000] [--calls 20000] [--pings 200]
 
 GoCD asks should-assign-work inside its server-wide assignment lock, so the pool must answer from memory
 in well under a millisecond whatever the number of pods.
@@ -98,13 +99,22 @@ class SilentGoCD:
     def console_log(self, job: dict[str, Any], text: str) -> None: ...
 
 
-def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
+def build(
+    pods: int, fingerprints: int, idle_since: float = 1_700_000_000.0, busy: int = 0
+) -> tuple[ClusterPool, list[JobSpec]]:
+    """`pods` idle pods over `fingerprints` fingerprints, idle since `idle_since`; the first `busy` of
+    them busy instead, for 10 minutes by then."""
     identity = PodIdentity(server_id="bench", cluster="c0")
     server = "https://gocd.example.test/go"
     specs = [JobSpec(f"v1:{n:064x}", {}, True, None, 600.0, 0, None, server) for n in range(fingerprints)]
     views = []
     for n in range(pods):
         spec = specs[n % fingerprints]
+        state = {} if n >= busy else {
+            labels.ANN_STATE: "busy",  # for 10 minutes: GoCD's list is the truth for it again
+            labels.ANN_STATE_SINCE: f"{idle_since - 600:.3f}",
+            labels.ANN_CURRENT_JOB: f'{{"job_id": {n}}}',
+        }  # fmt: skip
         views.append(
             PodView(
                 name=f"pod-{n}",
@@ -112,12 +122,13 @@ def build(pods: int, fingerprints: int) -> tuple[ClusterPool, list[JobSpec]]:
                 labels={**identity.selector()},
                 annotations={
                     labels.ANN_STATE: "idle",
-                    labels.ANN_STATE_SINCE: "1700000000.000",
+                    labels.ANN_STATE_SINCE: f"{idle_since:.3f}",
                     labels.ANN_FINGERPRINT: spec.fingerprint,
                     labels.ANN_REUSE: "true",
                     labels.ANN_REGISTERED: "true",
                     labels.ANN_JOBS_RUN: "3",
                     labels.ANN_LAST_JOB: '{"job_id": 1}',
+                    **state,
                 },
                 phase="Running",
                 resource_version=str(n),
@@ -185,10 +196,44 @@ def measure_create_agent(pods: int, calls: int) -> dict[str, float]:
     }
 
 
+def measure_ping(pods: int, pings: int) -> dict[str, float]:
+    """A server-ping's work for the pool (ClusterPool.reconcile: GoCD's list, the retirements, the
+    broken pods, the waiting jobs and the warm pool) when nothing changed: a fifth of the pods idle and
+    within their idle timeout, the others busy, and GoCD lists each agent as the pool knows it."""
+    busy = pods * 4 // 5
+    pool, _ = build(pods, fingerprints=50, idle_since=time.time(), busy=busy)
+
+    def listed() -> dict[str, Agent]:  # a new list at every ping, as GoCD's answer is parsed anew
+        return {
+            f"pod-{n}": Agent(f"pod-{n}", "Building" if n < busy else "Idle",
+                              "Building" if n < busy else "Idle", "Enabled")
+            for n in range(pods)
+        }  # fmt: skip
+
+    gocd = SilentGoCD()
+    samples, cpu = [], []
+    for _ in range(pings):
+        agents = listed()
+        listed_at = pool.state.change_mark()
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        pool.reconcile(agents, gocd, listed_at)  # type: ignore[arg-type]
+        samples.append(time.perf_counter() - started)
+        cpu.append(time.thread_time() - started_cpu)  # on a shared machine: less of the others' load
+    if any(pool.state.deleted_by_us(f"pod-{n}") for n in range(pods)):
+        raise RuntimeError("a ping retired a pod: the benchmark measures pings that change nothing")
+    samples.sort()
+    return {
+        "p50_ms": samples[len(samples) // 2] * 1000,
+        "p99_ms": samples[int(len(samples) * 0.99)] * 1000,
+        "cpu_p50_ms": statistics.median(cpu) * 1000,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--pings", type=int, default=200)
     args = parser.parse_args()
     result = measure(args.pods, args.calls)
     print(
@@ -200,6 +245,11 @@ def main() -> None:
     print(
         f"create-agent in process (no pod needed, all under the pool's lock), {args.pods} pods, 500 calls: "
         f"p50 {create['p50_ms']:.3f} ms, p99 {create['p99_ms']:.3f} ms"
+    )
+    ping = measure_ping(args.pods, args.pings)
+    print(
+        f"server-ping in process (the pool's work, nothing changed), {args.pods} pods, {args.pings} pings: "
+        f"p50 {ping['p50_ms']:.3f} ms, p99 {ping['p99_ms']:.3f} ms, CPU time p50 {ping['cpu_p50_ms']:.3f} ms"
     )
 
 

@@ -83,8 +83,15 @@ class FingerprintBook:
         self._scheduled: dict[str, None] = {}
         self._superseded: dict[str, None] = {}
         self.holds = Holds()
+        self._changes = 0  # bumped by each change below (`revision`)
 
     # -- reading -------------------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """Changes with every change of the book, its holds included: what a decision derived from the
+        book at one revision holds until the next."""
+        return self._changes + self.holds.revision
 
     def waiting_count(self, fingerprint: str) -> int:
         return len(self._waiting.get(fingerprint, ()))
@@ -134,6 +141,7 @@ class FingerprintBook:
         GoCD issued at `issued` at the earliest. Returns the key the entry held before, unused, which the
         newer one replaces (the newest lives longest)."""
         fingerprint, issued = spec.fingerprint, now if issued is None else issued
+        self._changes += 1
         self._recipes[fingerprint] = Recipe(spec, now)
         if spec.schedule is not None:
             self._scheduled[fingerprint] = None
@@ -153,23 +161,27 @@ class FingerprintBook:
 
     def served(self, fingerprint: str, job_id: int) -> HeldKey | None:
         """The job got a pod; returns its key if no pod was created with it."""
+        self._changes += 1
         jobs = self._waiting.get(fingerprint)
         entry = jobs.pop(job_id, None) if jobs is not None else None
         return entry.key if entry is not None else None
 
     def key_used(self, fingerprint: str, job_id: int, key: str) -> None:
         """A pod was created with the job's key: keys register one agent."""
+        self._changes += 1
         entry = self._waiting.get(fingerprint, {}).get(job_id)
         if entry is not None and entry.key is not None and entry.key.key == key:
             entry.key = None
 
     def supersede(self, fingerprint: str) -> None:
+        self._changes += 1
         self._superseded[fingerprint] = None
 
     # -- forgetting ----------------------------------------------------------------------------------
 
     def expire_waiting(self, now: float) -> list[tuple[str, HeldKey]]:
         """Forget the jobs not re-sent for WAITING_TTL_S; returns their unused keys, by fingerprint."""
+        self._changes += 1
         unused: list[tuple[str, HeldKey]] = []
         for fingerprint in list(self._waiting):
             jobs = self._waiting[fingerprint]
@@ -194,6 +206,7 @@ class FingerprintBook:
         """Drop what no waiting job, no pod (`with_pods`: the fingerprints pods have) and no recent
         request needs any more; returns the unused keys of the jobs forgotten (`expire_waiting`)."""
         unused = self.expire_waiting(now)
+        self._changes += 1
         for fingerprint in [fp for fp in self._superseded if fp not in with_pods]:
             del self._superseded[fingerprint]
         for fingerprint, recipe in list(self._recipes.items()):

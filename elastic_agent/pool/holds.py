@@ -63,6 +63,7 @@ class Holds:
 
     def __init__(self) -> None:
         self._holds: dict[str, Hold] = {}
+        self.revision = 0  # bumped by each change (FingerprintBook.revision)
 
     def failed(self, fingerprint: str, pod: str, reason: str, now: float) -> Hold:
         before = self._holds.get(fingerprint)
@@ -70,10 +71,12 @@ class Holds:
         since = now if before is None else before.since
         hold = Hold(fingerprint, failures, since, now + wait_s(failures), reason, pod)
         self._holds[fingerprint] = hold
+        self.revision += 1
         return hold
 
     def succeeded(self, fingerprint: str) -> Hold | None:
         """A pod of the fingerprint registered: the row ends, and with it the limit."""
+        self.revision += 1
         return self._holds.pop(fingerprint, None)
 
     def get(self, fingerprint: str | None) -> Hold | None:
@@ -103,6 +106,7 @@ class Holds:
         for fingerprint, hold in list(self._holds.items()):
             if fingerprint not in fingerprints and now - hold.next_try_at > KEEP_S:
                 del self._holds[fingerprint]
+                self.revision += 1
 
     def __len__(self) -> int:
         return len(self._holds)

@@ -27,6 +27,9 @@ Key = TypeVar("Key", int, str)
 class RecordIndex:
     def __init__(self) -> None:
         self.by_name: dict[str, PodRecord] = {}  # every record, in the cluster view's order
+        # Bumped by each change of a record: what was derived from the index at one revision holds until
+        # the next (state.py's decision caches).
+        self.revision = 0
         self._usable: Names = {}  # PodRecord.usable
         self._pending: Names = {}  # PodRecord.pending_registration
         self._running: dict[int, Names] = {}  # current job id -> pods
@@ -36,15 +39,19 @@ class RecordIndex:
 
     def put(self, record: PodRecord) -> None:
         old = self.by_name.get(record.name)
+        if old is record:
+            return  # the pool kept the record: nothing it reads changed
         if old is not None:
             self._unindex(old)
         self.by_name[record.name] = record  # an existing name keeps its place
         self._index(record)
+        self.revision += 1
 
     def remove(self, name: str) -> None:
         old = self.by_name.pop(name, None)
         if old is not None:
             self._unindex(old)
+            self.revision += 1
 
     def usable(self) -> Iterator[PodRecord]:
         """In the cluster view's order (ties in a choice among them fall the same way as before)."""

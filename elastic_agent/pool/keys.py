@@ -24,6 +24,11 @@ plugin is loaded again (its migrate-config, sent at every load) every banked key
 (`server_started`). A key comes here only from a waiting job's entry (pool/fingerprints.py), which lets go
 of it as it comes, so that no key is in the bank and in a job's entry at once (docs/architecture.md,
 "Where registration keys live"). Keys live in memory only and are never logged or shown.
+
+The bank is kept ordered by issue time, with a set of the keys it holds beside the list, so that
+offering a key (a re-sent one is banked once) and taking the oldest usable one are a bisection and a set
+look-up, never a pass over the bank: a full bank holds thousands of keys, and create-agent offers one
+for nearly every job that reuse serves.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class RegistrationKeys:
         self._capacity = capacity
         # (when create-agent brought it, key), oldest first: keys come from waiting jobs in any order.
         self._keys: list[tuple[float, str]] = []
+        self._held: set[str] = set()  # the keys of `_keys`: a duplicate offer is found without a pass
         self.started_at: float | None = None  # when GoCD last loaded the plugin: it had just started
         self._lock = threading.Lock()
 
@@ -69,11 +75,12 @@ class RegistrationKeys:
         if len(key) > MAX_KEY_CHARS or not key.isascii():
             return  # not one of GoCD's (a UUID): its memory would not be bounded
         with self._lock:
-            if any(existing == key for _, existing in self._keys):
+            if key in self._held:
                 return
             bisect.insort(self._keys, (since, key))
+            self._held.add(key)
             self._drop_old()
-            del self._keys[: max(0, len(self._keys) - self._capacity)]
+            self._drop_first(len(self._keys) - self._capacity)
 
     def take(self, max_age_s: float | None = None) -> HeldKey | None:
         """The oldest key no older than `max_age_s` (None: any the bank keeps); it is removed (a key
@@ -84,6 +91,7 @@ class RegistrationKeys:
             if first == len(self._keys):
                 return None
             since, key = self._keys.pop(first)
+            self._held.discard(key)
             return HeldKey(key, since)
 
     def usable(self, max_age_s: float | None = None) -> int:
@@ -98,13 +106,13 @@ class RegistrationKeys:
             self.max_age_s = max_age_s
             self._capacity = capacity_for(max_age_s)
             self._drop_old()
-            del self._keys[: max(0, len(self._keys) - self._capacity)]
+            self._drop_first(len(self._keys) - self._capacity)
 
     def drop_issued_until(self, since: float) -> int:
         """Drop every key create-agent brought at or before `since` (GoCD refused one as old): how many."""
         with self._lock:
             older = bisect.bisect_right(self._keys, (since, "\U0010ffff"))
-            del self._keys[:older]
+            self._drop_first(older)
             return older
 
     def server_started(self) -> int:
@@ -115,6 +123,7 @@ class RegistrationKeys:
             self.started_at = now
             dropped = len(self._keys)
             self._keys.clear()
+            self._held.clear()
             return dropped
 
     def _oldest(self, max_age_s: float | None) -> float:
@@ -144,8 +153,14 @@ class RegistrationKeys:
 
     def _drop_old(self) -> None:
         limit = self._clock.now() - self.max_age_s
-        young = bisect.bisect_left(self._keys, (limit, ""))
-        del self._keys[:young]
+        self._drop_first(bisect.bisect_left(self._keys, (limit, "")))
+
+    def _drop_first(self, count: int) -> None:
+        """Drop the `count` oldest keys (none when `count` is not positive), from the set too."""
+        if count <= 0:
+            return
+        self._held.difference_update(key for _, key in self._keys[:count])
+        del self._keys[:count]
 
     def __repr__(self) -> str:
         return f"RegistrationKeys({len(self._keys)} kept)"

@@ -29,6 +29,7 @@ from elastic_agent.pool import marks
 from elastic_agent.pool.broken_pods import registered
 from elastic_agent.pool.intents import Intent, Plan, Release, Retire, Say
 from elastic_agent.pool.records import PodRecord, PodState
+from elastic_agent.pool.settled import QuietGroup, Staying, Told, held_until
 from elastic_agent.pool.state import PoolState
 from profiles.quantities import format_duration
 
@@ -40,22 +41,45 @@ ONE_JOB_PER_POD = "the profile runs one job per pod"
 
 def what_gocd_says(state: PoolState, agents: Mapping[str, Agent], now: float, listed_at: int) -> Plan:
     """Registrations and repairs from GoCD's agent list, which was asked for at change mark
-    `listed_at` (PoolState.change_mark): a pod changed here since keeps its newer state."""
+    `listed_at` (PoolState.change_mark): a pod changed here since keeps its newer state. A pod of which
+    the list said nothing at an earlier ping, with the same record and agent since, is not judged again
+    (settled.py)."""
     intents: list[Intent] = []
     due = math.inf
+    settled, told = state.settled.told, {}
     for record in state.records():
         if record.deleting:
             continue
-        agent = agents.get(record.name)
+        name = record.name
+        agent = agents.get(name)
+        busy = record.state == PodState.BUSY and not record.failed
+        assigned = state.assigned_at(name, record.state_since) if busy else None  # its grace's start
+        known = settled.get(name)
+        if (
+            known is not None
+            and known.record is record
+            and known.agent == agent
+            and known.assigned == assigned
+            and known.since <= now
+        ):
+            told[name] = known
+            continue
+        quiet = True
         if agent is not None and not record.registered:
             intents += registered(state, record, now)  # a held profile's row of broken pods ends
-        if record.state == PodState.BUSY and not record.failed:
+            quiet = False
+        if busy:
             # Due whatever this list says: the next one may show the agent idle (GoCD does for a moment
             # after a `true`), and a lost job-completion is repaired once the grace is over.
             over, ends = _grace(state, record, now)
             due = due if over else min(due, ends)
-        if not state.changed_since(record.name, listed_at):
-            intents += _repair(state, record, agent, now)
+            quiet = quiet and over
+        repair = _repair(state, record, agent, now)
+        if not state.changed_since(name, listed_at):
+            intents += repair
+        if quiet and not repair:
+            told[name] = Told(record, agent, assigned, now)
+    state.settled.told = told
     return Plan(tuple(intents), due=due)
 
 
@@ -84,9 +108,27 @@ def retirements(state: PoolState, agents: Mapping[str, Agent], now: float) -> Pl
     chosen: list[tuple[str, str]] = []
     due = math.inf
     records = [r for r in state.records() if not r.deleting and not state.deleted_by_us(r.name)]
+    settings, settled, staying = state.settings, state.settled.staying, {}
     for record in records:
-        reason, when = _reason_to_retire(state, record, agents.get(record.name), now)
+        name, agent = record.name, agents.get(record.name)
+        superseded = state.book.is_superseded(record.fingerprint)
+        known = settled.get(name)
+        if (
+            known is not None
+            and known.record is record
+            and known.agent == agent
+            and known.settings is settings
+            and known.superseded == superseded
+            and known.since <= now < known.until
+        ):
+            staying[name] = known
+            due = min(due, known.due)
+            continue
+        reason, when = _reason_to_retire(state, record, agent, now)
         due = min(due, when)
+        if reason is None:
+            until = held_until(when, now, record.schedule is not None)
+            staying[name] = Staying(record, agent, settings, superseded, now, until, when)
         if reason is None or (record.state == PodState.BUSY and not record.failed):
             continue
         if record.state != PodState.RETIRING:
@@ -97,6 +139,7 @@ def retirements(state: PoolState, agents: Mapping[str, Agent], now: float) -> Pl
     for record, reason in idle:
         intents.append(marks.retiring(record.name, reason))
         chosen.append((record.name, reason))
+    state.settled.staying = staying
     if chosen:
         intents.append(Retire(tuple(chosen)))
     return Plan(tuple(intents), due=min(due, when))
@@ -184,21 +227,41 @@ def _idle_too_long(
     default = state.settings.idle_timeout
     chosen: list[tuple[PodRecord, str]] = []
     due = math.inf
-    for group in by_fingerprint.values():
+    settled, quiet = state.settled.groups, {}
+    for fingerprint, group in by_fingerprint.items():
+        members = tuple(group)
+        known = settled.get(fingerprint)
+        if (
+            known is not None
+            and known.records == members
+            and known.default_idle_timeout == default
+            and known.since <= now < known.until
+        ):
+            quiet[fingerprint] = known
+            due = min(due, known.due)
+            continue
+        group_due = math.inf
         idle = sorted(group, key=lambda r: r.state_since)
         knobs = {r.name: r.knobs(now, default) for r in idle}  # a schedule's period in force, if any
         keep = max(k.min_idle_pods for k in knobs.values())
         timeout_of = {name: k.idle_timeout for name, k in knobs.items()}
         expired = []
         for record in idle:
-            due = min(due, record.knobs_change(now))
+            group_due = min(group_due, record.knobs_change(now))
             if now - record.state_since > timeout_of[record.name]:
                 expired.append(record)
             else:
-                due = min(due, record.state_since + timeout_of[record.name])
-        for record in expired[: max(0, len(idle) - keep)]:
+                group_due = min(group_due, record.state_since + timeout_of[record.name])
+        due = min(due, group_due)
+        going = expired[: max(0, len(idle) - keep)]
+        for record in going:
             idle_for = format_duration(round(now - record.state_since))
             chosen.append(
                 (record, f"idle {idle_for} (idle timeout {format_duration(timeout_of[record.name])})")
             )
+        if not going:
+            scheduled = any(record.schedule is not None for record in idle)
+            until = held_until(group_due, now, scheduled)
+            quiet[fingerprint] = QuietGroup(members, default, group_due, now, until)
+    state.settled.groups = quiet
     return chosen, due

@@ -30,6 +30,40 @@ _STATES: dict[str, PodState] = {state.value: state for state in PodState}
 
 
 @dataclass(frozen=True)
+class RecordInputs:
+    """Everything of a pod that its record is derived from: the annotations as the pool sees them (the
+    pod's, with the changes made here and not written yet laid over them), the status fields the record
+    copies, and the time its age counts from when no annotation says.
+
+    A pod changes resourceVersion for much that a record does not read (a container's status, the
+    write-back of a change the pool had already laid over it), so the pool keeps the inputs beside each
+    record and derives a new record only when they differ (state.py): equal inputs make an equal record.
+    """
+
+    name: str
+    annotations: Mapping[str, str]
+    phase: str
+    reason: str | None
+    deleting: bool
+    first_seen: float
+
+    @classmethod
+    def of(
+        cls, pod: PodView, overlay: Mapping[str, str | None] | None = None, first_seen: float | None = None
+    ) -> RecordInputs:
+        annotations: Mapping[str, str] = pod.annotations
+        if overlay:
+            annotations = dict(annotations)
+            for key, value in overlay.items():
+                if value is None:
+                    annotations.pop(key, None)
+                else:
+                    annotations[key] = value
+        seen = pod.created_at if first_seen is None else first_seen
+        return cls(pod.name, annotations, pod.phase, pod.reason, pod.deleting, seen)
+
+
+@dataclass(frozen=True)
 class PodRecord:
     name: str
     state: PodState
@@ -64,18 +98,14 @@ class PodRecord:
         backend that created it), else `first_seen`, when this backend first saw the pod. The API
         server's creationTimestamp comes from another machine's clock; compared with ours, a skew of
         minutes would retire pods early or keep them past their lifetime."""
-        annotations: Mapping[str, str] = pod.annotations
-        if overlay:
-            annotations = dict(annotations)
-            for key, value in overlay.items():
-                if value is None:
-                    annotations.pop(key, None)
-                else:
-                    annotations[key] = value
+        return cls.from_inputs(RecordInputs.of(pod, overlay, first_seen))
+
+    @classmethod
+    def from_inputs(cls, inputs: RecordInputs) -> PodRecord:
+        """The record of a pod whose record-relevant parts are `inputs` (see `from_pod`)."""
+        annotations, pod = inputs.annotations, inputs
         state = _STATES.get(annotations.get(labels.ANN_STATE, "booting"), PodState.BOOTING)
-        created_at = _number(
-            annotations.get(labels.ANN_CREATED_AT), pod.created_at if first_seen is None else first_seen
-        )
+        created_at = _number(annotations.get(labels.ANN_CREATED_AT), inputs.first_seen)
         max_jobs = annotations.get(labels.ANN_MAX_JOBS)
         idle_timeout = annotations.get(labels.ANN_IDLE_TIMEOUT)
         return cls(

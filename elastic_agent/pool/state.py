@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.port import ClusterError, ClusterPort, PodView
@@ -37,10 +38,26 @@ from elastic_agent.pool.intents import Wait
 from elastic_agent.pool.key_lifetime import KeyLifetime, KeyShortages
 from elastic_agent.pool.keys import RegistrationKeys
 from elastic_agent.pool.pods import PodIdentity
-from elastic_agent.pool.records import PodRecord, PodState
+from elastic_agent.pool.records import PodRecord, PodState, RecordInputs
+from elastic_agent.pool.settled import SettledPods
+from elastic_agent.pool.shortfall import ShortfallCache
 from profiles.cluster import ClusterProfile
 
 Overlay = dict[str, str | None]
+
+
+@dataclass(frozen=True)
+class CachedRecord:
+    """A pod's record as last derived: for the pod at resourceVersion `version` with the pool's changes
+    up to `generation`, from `inputs`. A new version or generation with equal inputs keeps the record
+    (the index then sees no change), so a record is derived once per change of what it reads."""
+
+    version: str
+    generation: int
+    inputs: RecordInputs
+    record: PodRecord
+
+
 # What each kind of failing call means for the admin reading GoCD's health messages.
 PROBLEMS = {
     "write": "Writing the state of agent pods fails (it is kept in memory and written again at every ping)",
@@ -71,7 +88,7 @@ class PoolState:
         self._annotations: dict[str, Overlay] = {}
         self._labels: dict[str, Overlay] = {}
         self._generation: dict[str, int] = {}  # per pod, bumped by each change made here
-        self._record_cache: dict[str, tuple[str, int, PodRecord]] = {}
+        self._record_cache: dict[str, CachedRecord] = {}
         self._first_seen: dict[str, float] = {}  # per pod, on our clock (records.PodRecord.from_pod)
         # Every record, indexed for the decisions (index.py); only the pods named in `_changed` since the
         # last look are read again.
@@ -83,6 +100,13 @@ class PoolState:
         # must not undo a change made after that list was asked for.
         self._sequence = 0
         self._changed_at: dict[str, int] = {}
+        # Bumped by each change of what decisions read besides the records and the book (reservations,
+        # pods deleted by us, the port): with the index's and the book's revisions, it says when what was
+        # derived from the state still holds (`revision`, `demand`, warm.py).
+        self._revision = 0
+        self._demands = DemandCache()
+        self.shortfalls = ShortfallCache()  # the warm pool's (shortfall.py)
+        self.settled = SettledPods()  # what the last server-ping found nothing to do about (settled.py)
         self._creating: dict[object, str] = {}  # reservation token -> fingerprint
         self._creating_names: dict[object, str] = {}  # reservation token -> name of the pod being created
         self._deleted: set[str] = set()  # pods we deleted that the watch may still show
@@ -124,6 +148,7 @@ class PoolState:
         with self.lock:
             old, self._port = self._port, port
             self._index = None
+            self._revision += 1
             self._record_cache.clear()
             for name in self._kept_for():
                 if port.get(name) is None and old.get(name) is None:
@@ -142,13 +167,16 @@ class PoolState:
                 return None
             generation = self._generation.get(name, 0)
             cached = self._record_cache.get(name)
-            if cached and cached[0] == pod.resource_version and cached[1] == generation:
-                return cached[2]  # only owned pods are cached; a relabelled pod has a new resourceVersion
+            if cached and cached.version == pod.resource_version and cached.generation == generation:
+                return cached.record  # only owned pods are cached; a relabelled pod has a new resourceVersion
             if not self.identity.owns(pod.labels):
                 return None
             first_seen = self._first_seen.setdefault(name, self.clock.now())
-            record = PodRecord.from_pod(pod, self._annotations.get(name), first_seen)
-            self._record_cache[name] = (pod.resource_version, generation, record)
+            inputs = RecordInputs.of(pod, self._annotations.get(name), first_seen)
+            # The same inputs make the same record: a write-back of our own change, a container's status.
+            same = cached is not None and cached.inputs == inputs
+            record = cached.record if same and cached is not None else PodRecord.from_inputs(inputs)
+            self._record_cache[name] = CachedRecord(pod.resource_version, generation, inputs, record)
             return record
 
     def records(self) -> list[PodRecord]:
@@ -190,6 +218,7 @@ class PoolState:
         self._generation.pop(name, None)
         self._first_seen.pop(name, None)
         self._changed_at.pop(name, None)
+        self._revision += 1
         self.commit_release(name)
         self._gone_recently.saw(name)
 
@@ -226,9 +255,32 @@ class PoolState:
             return []
         return [r for r in view.ready(fingerprint) if self.alive(r)]
 
+    def revision(self) -> tuple[int, int, int]:
+        """Changes with every change of what decisions read but the clock and the key bank: the records
+        (the index's revision: call `indexed` first), the book, the reservations and the pods deleted by
+        us. What is derived from the state at one revision holds until the next."""
+        index = self._index
+        return (-1 if index is None else index.revision), self._revision, self.book.revision
+
     def demand(self, fingerprint: str, view: RecordIndex) -> tuple[int, int]:
-        """(waiting jobs, pods that will be able to take one: booting, idle, being created)."""
-        creating = sum(1 for fp in self.in_flight(view) if fp == fingerprint)
+        """(waiting jobs, pods that will be able to take one: booting, idle, being created); derived once
+        per revision of the state (the warm pool asks for every profile at every ping and decision)."""
+        if view is not self._index:
+            return self._demand_of(fingerprint, view, None)
+        demands = self._demands.at(self.revision())
+        found = demands.get(fingerprint)
+        if found is None:
+            in_flight = self._demands.in_flight(self, view)
+            found = demands[fingerprint] = self._demand_of(fingerprint, view, in_flight)
+        return found
+
+    def _demand_of(
+        self, fingerprint: str, view: RecordIndex, in_flight: Mapping[str, int] | None
+    ) -> tuple[int, int]:
+        if in_flight is None:
+            creating = sum(1 for fp in self.in_flight(view) if fp == fingerprint)
+        else:
+            creating = in_flight.get(fingerprint, 0)
         # len(self.ready(...)), counted from the index: the warm pool asks at every ping and decision.
         superseded = self.book.is_superseded(fingerprint)
         ready = 0 if superseded else view.ready_usable_count(fingerprint, self._deleted)
@@ -336,15 +388,18 @@ class PoolState:
 
     def commit_reservation(self, token: object, fingerprint: str) -> None:
         self._creating[token] = fingerprint
+        self._revision += 1
 
     def note_pod_name(self, token: object, name: str) -> None:
         with self.lock:
             self._creating_names[token] = name
+            self._revision += 1
 
     def drop_reservation(self, token: object) -> None:
         with self.lock:
             self._creating.pop(token, None)
             self._creating_names.pop(token, None)
+            self._revision += 1
 
     def commit_assignment(self, pod: str, job_id: int, fingerprint: str, now: float) -> None:
         self.commit_release(pod)
@@ -395,12 +450,14 @@ class PoolState:
     def note_deleted(self, name: str) -> None:
         with self.lock:
             self._deleted.add(name)
+            self._revision += 1
 
     def forget_deleted(self) -> None:
         """Deleted pods the watch no longer shows need no remembering."""
         with self.lock:
             if self._deleted:  # at every ping: most have none, and the names cost a pass over the pods
                 self._deleted &= self.known_pod_names()
+                self._revision += 1
 
     # -- problems with the cluster, for GoCD's health messages ------------------------------------------
 
@@ -444,3 +501,28 @@ class PoolState:
 def unconfirmed(wanted: Mapping[str, str | None], actual: Mapping[str, str]) -> Overlay:
     """The part of `wanted` that `actual` does not show yet."""
     return {key: value for key, value in wanted.items() if actual.get(key) != value}
+
+
+class DemandCache:
+    """`PoolState.demand` per fingerprint, and the in-flight reservations counted per fingerprint, as
+    derived at one revision of the state; a new revision starts them afresh. The pool's lock guards it."""
+
+    def __init__(self) -> None:
+        self._revision: tuple[int, int, int] | None = None
+        self._demands: dict[str, tuple[int, int]] = {}
+        self._in_flight: dict[str, int] | None = None
+
+    def at(self, revision: tuple[int, int, int]) -> dict[str, tuple[int, int]]:
+        """The demands derived at `revision` so far (the caller adds to them)."""
+        if revision != self._revision:
+            self._revision, self._demands, self._in_flight = revision, {}, None
+        return self._demands
+
+    def in_flight(self, state: PoolState, view: RecordIndex) -> dict[str, int]:
+        """How many pods `state.in_flight(view)` has per fingerprint, at the revision of `at`."""
+        if self._in_flight is None:
+            counts: dict[str, int] = {}
+            for fingerprint in state.in_flight(view):
+                counts[fingerprint] = counts.get(fingerprint, 0) + 1
+            self._in_flight = counts
+        return self._in_flight

@@ -59,24 +59,16 @@ def warm_pool(state: PoolState, now: float) -> Plan:
     until each fingerprint with MinIdlePods (in force at `now`: a ReuseSchedule's period may want more)
     has that many idle or booting pods beyond its waiting jobs. A superseded fingerprint gets none: its
     pods retire; one whose pods broke gets what its hold allows, one at a time (holds.py: a broken warm
-    pod is replaced at once, the second in a row after the hold's wait)."""
+    pod is replaced at once, the second in a row after the hold's wait). What each fingerprint lacks is
+    kept from one decision to the next while the state does not change (shortfall.py)."""
     view = state.indexed()
-    room, keys = state.room(view), usable_keys(state)
+    keys = usable_keys(state)  # asked at every decision: the bank drops its expired keys when asked
+    shortfall = state.shortfalls.at(state, view, now)
+    short = dict.fromkeys(shortfall.fingerprints, 0)
+    room = state.room(view) if shortfall.lacking else 0
     intents: list[Intent] = []
-    short: dict[str, int] = {}
-    due = math.inf
-    for fingerprint, spec in state.book.recipes():
-        wanted = spec.knobs(now).min_idle_pods
-        short[fingerprint] = 0
-        if state.book.is_superseded(fingerprint):
-            continue
-        due = min(due, spec.knobs_change(now))
-        if not wanted:
-            continue
-        waiting, ready = state.demand(fingerprint, view)
-        more = max(0, wanted - (ready - waiting))
+    for fingerprint, spec, more in shortfall.lacking:
         held = creatable(state, fingerprint, view, now)  # a broken fingerprint's one try at a time
-        due = min(due, state.book.holds.next_try(fingerprint, now))
         allowed = min(more if held is None else min(more, held), room)
         short[fingerprint] = max(0, allowed - keys)  # the caps' and the hold's limits are not the keys' fault
         for _ in range(max(0, min(allowed, keys))):
@@ -84,4 +76,4 @@ def warm_pool(state: PoolState, now: float) -> Plan:
             said = "created pod {pod} ahead of demand: MinIdlePods of its profile"
             intents += [Reserve(token, fingerprint), Create(token, None, spec, None, said)]
             room, keys = room - 1, keys - 1
-    return Plan((*intents, KeysShort(WARM_POOL, short)), due=due)
+    return Plan((*intents, KeysShort(WARM_POOL, short)), due=shortfall.due)
