@@ -64,11 +64,8 @@ def simulate_installation(run: Run) -> InstallationFigures:
     """`simulate_by_profile`, with the whole installation's figures of the same run beside (what
     `simulate` gives of it), so that the recommendations together may be read from it."""
     trace, policy, settings = run
-    simulation = Simulation(trace, policy, settings)
-    by_profile = simulation.run_by_profile()
-    wall_s = next(iter(by_profile.values())).wall_s if by_profile else 0.0
-    # The whole run's summary, as Simulation.run() ends with it; it only reads the run's state.
-    return InstallationFigures(simulation._result(wall_s), by_profile)
+    whole, by_profile = Simulation(trace, policy, settings).run_whole_and_by_profile()
+    return InstallationFigures(whole, by_profile)
 
 
 class Installation:

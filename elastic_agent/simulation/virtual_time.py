@@ -182,16 +182,22 @@ class Simulation:
     def run_by_profile(self) -> dict[str, PolicyResult]:
         """One run of every profile of the trace together, its figures split by profile (run_summary.Part):
         for a policy under which profiles share nothing, as one pod per job."""
+        return self.run_whole_and_by_profile()[1]
+
+    def run_whole_and_by_profile(self) -> tuple[PolicyResult, dict[str, PolicyResult]]:
+        """One run of every profile together: the whole installation's figures (what `run` gives) and
+        each profile's, read from the same run."""
         started = time.perf_counter()
         self._play()
         wall_s = time.perf_counter() - started
         counts: dict[str, int] = {}
         for job in self.trace:
             counts[job.profile] = counts.get(job.profile, 0) + 1
-        return {
+        by_profile = {
             profile: self._result(wall_s, Part(self.policy.elastic_properties(profile)["Image"], jobs))
             for profile, jobs in sorted(counts.items())
         }
+        return self._result(wall_s), by_profile
 
     def _play(self) -> None:
         clock, model, kubelet, plugin = self.clock, self.model, self.kubelet, self.plugin
