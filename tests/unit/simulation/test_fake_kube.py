@@ -163,15 +163,19 @@ def test_watch_sees_relabelling_out_of_the_selector_as_deleted(core_api: client.
 def test_a_watch_whose_client_went_away_ends_without_waiting_for_a_change(fake_kube: FakeKubeServer) -> None:
     """As kube-apiserver does: the watch's request thread ends once the client has closed the
     connection, not at the watch's timeout nor at the next event it would write."""
-    before = threading.active_count()
+    # The threads themselves, not their count: a thread an earlier test left ending must not pass for it.
+    before = set(threading.enumerate())
     address = urlsplit(fake_kube.url)
     connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=5)
     connection.request("GET", f"/api/v1/namespaces/{NS}/pods?watch=true&timeoutSeconds=600")
     answer = connection.getresponse()  # the headers come at once; then nothing, as nothing changes
-    assert answer.status == 200 and threading.active_count() == before + 1
+    assert answer.status == 200
+    started = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert len(started) == 1, started  # the request thread holding the watch
+    [watching] = started
     answer.close()
     connection.close()
-    assert wait_for(lambda: threading.active_count() == before), "the watch still holds its thread"
+    assert wait_for(lambda: not watching.is_alive()), "the watch still holds its thread"
 
 
 def test_watch_from_a_compacted_version_answers_410(fake_kube: FakeKubeServer,
