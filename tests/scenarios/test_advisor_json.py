@@ -25,6 +25,8 @@ from elastic_agent.advisor.report_json import KINDS, ROW_KEYS
 from elastic_agent.traces.measures import percentile
 from elastic_agent.traces.pipelines import PipelineSpec, generate_pipelines
 from elastic_agent.traces.workload import DEFAULT_ORIGIN
+from tests.support.advisor_document import document as hand_built
+from tests.support.advisor_document import key_paths
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "advisor.md"
 # Keys whose object is keyed by data (profile names, elastic profile keys, labels), not by the schema.
@@ -189,6 +191,12 @@ def test_the_markdown_report_and_the_json_agree_on_every_figure(advised: Any) ->
             f"{together['idle_pod_hours_per_week']:.1f}",
         ]
     assert doc["knee_rule"]["text"].rstrip(".") in markdown
+
+
+def test_the_hand_built_document_of_the_html_tests_holds_only_keys_the_command_writes(advised: Any) -> None:
+    doc, _, _ = advised
+    invented = key_paths(hand_built()) - key_paths(doc)
+    assert not invented, f"tests/support/advisor_document.py has keys advise --json never writes: {invented}"
 
 
 def test_measured_is_the_traces_own_waited_and_current_is_one_pod_per_job(advised: Any) -> None:

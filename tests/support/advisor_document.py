@@ -1,5 +1,8 @@
-"""Advisor report documents built by hand, in the shape `advise --json` writes, for the tests of the HTML
-report (elastic_agent/advisor/report_html.py), which takes such a document and nothing else.
+"""Advisor report documents built by hand, in the shape `advise --json` writes
+(elastic_agent/advisor/report_json.py: `document`, `profile_document`, `row`), for the tests of the HTML
+report (elastic_agent/advisor/report_html.py), which takes such a document and nothing else. They hold a
+part of a real document's keys and no key of their own: tests/scenarios/test_advisor_json.py compares
+them with one the command wrote (`key_paths`).
 
 The figures are made up but shaped like a real run's: waits fall as idle pod-hours rise, warm pools and
 Predict sit between the cheap flat settings and the costly schedules, and the hours of the night have no
@@ -100,6 +103,24 @@ def document(names: tuple[str, ...] = ("java", "big-memory")) -> dict[str, Any]:
 
 _SECTION = re.compile(r'<section id="[^"]+" data-profile="([^"]*)">(.*?)</section>', re.DOTALL)
 _RECOMMENDED = re.compile(r'<tr class="recommended" data-kind="\w+">.*?<td class="settings">(.*?)</td>')
+
+
+def key_paths(value: Any, path: str = "") -> set[str]:
+    """Every key of a document as a path (`profiles.*.current.wait_mean_s`, `...candidates[].label`); the
+    objects keyed by data (profile names, settings, skipped labels) count as one `*` key."""
+    if isinstance(value, list):
+        return set().union(*(key_paths(item, f"{path}[]") for item in value)) if value else set()
+    if not isinstance(value, dict):
+        return set()
+    if path.rsplit(".", 1)[-1] in ("profiles", "settings", "skipped"):
+        items = [("*", item) for item in value.values()]
+    else:
+        items = list(value.items())
+    paths: set[str] = set()
+    for key, item in items:
+        inner = f"{path}.{key}" if path else key
+        paths |= {inner} | key_paths(item, inner)
+    return paths
 
 
 def sections(page: str) -> list[tuple[str, str]]:
