@@ -345,3 +345,10 @@ def _canonical(entries: Sequence[Entry]) -> str:
             item["MaxJobsPerPod"] = entry.max_jobs_per_pod
         document.append(item)
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def held_until(due: float, now: float, scheduled: bool) -> float:
+    """Until when a decision made at `now` and next due with time alone at `due` holds: `due`, and under a
+    ReuseSchedule not past the current minute, since a schedule is read (and tells its next change) per
+    minute."""
+    return min(due, now - now % _MINUTE + _MINUTE) if scheduled else due

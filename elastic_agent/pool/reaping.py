@@ -29,9 +29,10 @@ from elastic_agent.pool import marks
 from elastic_agent.pool.broken_pods import registered
 from elastic_agent.pool.intents import Intent, Plan, Release, Retire, Say
 from elastic_agent.pool.records import PodRecord, PodState
-from elastic_agent.pool.settled import QuietGroup, Staying, Told, held_until
+from elastic_agent.pool.settled import QuietGroup, Staying, Told
 from elastic_agent.pool.state import PoolState
 from profiles.quantities import format_duration
+from profiles.schedule import held_until
 
 # After a `true` from should-assign-work GoCD may still list the agent as Idle for a moment.
 ASSIGNMENT_GRACE_S = 30.0

@@ -26,8 +26,6 @@ from elastic_agent.gocd.messages import Agent
 from elastic_agent.pool.records import PodRecord
 from profiles.cluster import ClusterProfile
 
-_MINUTE_S = 60.0
-
 
 @dataclass(frozen=True)
 class Told:
@@ -74,9 +72,3 @@ class SettledPods:
     told: dict[str, Told] = field(default_factory=dict)
     staying: dict[str, Staying] = field(default_factory=dict)
     groups: dict[str, QuietGroup] = field(default_factory=dict)
-
-
-def held_until(due: float, now: float, scheduled: bool) -> float:
-    """Until when a verdict made at `now` that is next due at `due` holds: `due`, and for a pod with a
-    ReuseSchedule not past the minute (profiles/schedule.py tells its next change per minute)."""
-    return min(due, now - now % _MINUTE_S + _MINUTE_S) if scheduled else due

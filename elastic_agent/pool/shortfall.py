@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING
 
 from elastic_agent.pool.index import RecordIndex
 from elastic_agent.pool.job_spec import JobSpec
+from profiles.schedule import held_until
 
 if TYPE_CHECKING:
     from elastic_agent.pool.state import PoolState
-
-_MINUTE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,7 @@ def derive(state: PoolState, view: RecordIndex, now: float) -> Shortfall:
         more = max(0, wanted - (ready - waiting))
         if more:
             lacking.append((fingerprint, spec, more))
-    # A schedule's next change is told per minute (profiles/schedule.py): within the minute, always alike.
-    until = min(due, now - now % _MINUTE_S + _MINUTE_S) if scheduled else due
+    until = held_until(due, now, scheduled)
     return Shortfall(tuple(fingerprints), tuple(lacking), due, state.revision(), now, until)
 
 
