@@ -157,6 +157,13 @@ def add_arguments(advise: argparse.ArgumentParser) -> None:
     advise.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="simulations side by side (default: cores)"
     )
+    advise.add_argument(
+        "--engine",
+        choices=("policy", "full"),  # run_settings.Engine: not imported, the parser loads no simulator
+        default="policy",
+        help="how each run is simulated: policy (the default: the pods in memory, only booted) or full (the "
+        "fake Kubernetes API server and kubelet, the reference; the same figures, slower)",
+    )
     kept = advise.add_mutually_exclusive_group()
     kept.add_argument(
         "--cache-dir",
@@ -224,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
             current=parse_current(args.current),
             pod_start=parse_pod_starts(args.pod_start),
             cache=cache,
+            engine=args.engine,
         )
         if cache is not None and cache.hits + cache.misses:
             print(cache.said(), file=sys.stderr)

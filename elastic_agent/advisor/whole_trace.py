@@ -49,7 +49,7 @@ from elastic_agent.advisor.together import (
     render_together,
 )
 from elastic_agent.progress import Progress, progress_bar
-from elastic_agent.simulation.run_settings import SimSettings
+from elastic_agent.simulation.run_settings import Engine, SimSettings
 from elastic_agent.simulation.virtual_time import Policy, simulate_by_profile
 from elastic_agent.traces.measures import PolicyResult
 from elastic_agent.traces.schedule_advice import Demand, ScheduleProposal, analyse, propose
@@ -247,6 +247,7 @@ def run_advisor(
     current: CurrentPolicy | None = None,
     pod_start: GivenPodStart | None = None,
     cache: RunCache | None = None,
+    engine: Engine = "policy",
 ) -> int:
     """`bar`: a progress bar on stderr (tqdm), counting simulations; `server`: the GoCD server's settings
     the advice is for; `tuned`: a server whose figures for the recommendations are shown beside;
@@ -254,7 +255,8 @@ def run_advisor(
     write the report to as a page with plots, drawn from the same figures (report_html.py); `current`:
     the policy the trace was recorded under (one pod per job by default), on which the pod start-up is
     calibrated (calibration.py) unless `pod_start` gives it; `cache`: runs made before (cache.py), none
-    when not given."""
+    when not given; `engine`: how the runs are simulated (run_settings.SimSettings.engine: the same
+    figures either way, "full" being the reference)."""
     trace = read_trace(trace_path)
     jobs = trace.jobs if max_jobs is None else trace.jobs[:max_jobs]
     if not jobs:
@@ -264,7 +266,9 @@ def run_advisor(
     out(f"# Advice for {trace_path}\n\n{describe(jobs)}; time 0 is {trace.origin.isoformat()}{assumed}\n")
     split = split_trace(jobs, trace.origin, request.schedules.timezone, learn_days)
     out(split.describe(jobs) + "\n")
-    base = SimSettings(seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at)
+    base = SimSettings(
+        seed=seed, pending_pods_count=pending_pods, start=trace.start, judged_from_s=split.at, engine=engine
+    )
     settings = server.settings(base)
     calibrating = Runner(workers, cache=cache)
     try:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from elastic_agent.clock import Clock
 from elastic_agent.kube.events import event_rows
@@ -50,6 +50,7 @@ from elastic_agent.kube.port import (
     Unreachable,
     metadata_patch,
 )
+from elastic_agent.simulation.fake_kube_configmaps import FakeConfigMaps
 from elastic_agent.simulation.fake_kube_objects import merge_patch, pod_event
 from elastic_agent.simulation.fake_kube_store import (
     Change,
@@ -184,12 +185,39 @@ class SimulationKubeStore(FakeKubeStore):
             return bool(self._deletions)
 
 
+class PodStore(Protocol):
+    """What the port calls: a `FakeKubeStore`, or the policy engine's `MemoryPods` (memory_pods.py)."""
+
+    clock: Clock
+    config_maps: FakeConfigMaps
+
+    def add_listener(self, listener: Callable[[str, Obj], None]) -> None: ...
+
+    def list_pods(
+        self, ns: str | None, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple[list[Obj], int]: ...
+
+    def create_pod(self, ns: str, body: Mapping[str, Any]) -> Obj: ...
+
+    def patch_pod(self, ns: str, name: str, patch: Any, content_type: str) -> Obj: ...
+
+    def delete_pod(self, ns: str, name: str) -> Obj: ...
+
+    def list_events(self, ns: str, field_selector: str | None = None) -> tuple[list[Obj], int]: ...
+
+    def get_log(
+        self, ns: str, pod_name: str, tail_lines: int | None = None, container: str | None = None
+    ) -> str: ...
+
+    def list_nodes(self) -> list[Obj]: ...
+
+
 class InProcessCluster:
-    """`ClusterPort` for one namespace of a `FakeKubeStore`, watching only pods that carry `selector`."""
+    """`ClusterPort` for one namespace of a `PodStore`, watching only pods that carry `selector`."""
 
     def __init__(
         self,
-        store: FakeKubeStore,
+        store: PodStore,
         namespace: str,
         selector: Mapping[str, str],
         *,
@@ -463,7 +491,7 @@ def _cluster_error(error: StoreError, verb: str) -> ClusterError:
 
 
 def store_cluster_factory(
-    store: FakeKubeStore, counter: Callable[[], int] | None = None, **options: Any
+    store: PodStore, counter: Callable[[], int] | None = None, **options: Any
 ) -> Callable[[Any, Any, Clock], InProcessCluster]:
     """A `cluster_factory` for `build_backend`/`Backend`: every cluster profile maps to its namespace
     of `store`, selecting the backend's own pods. `counter` numbers the pods (shared by the backends

@@ -22,6 +22,7 @@ from elastic_agent.simulation.inprocess_cluster import (
     store_cluster_factory,
 )
 from elastic_agent.simulation.inprocess_requests import InProcessTransport
+from elastic_agent.simulation.memory_pods import MemoryPods
 from elastic_agent.simulation.run_settings import SimSettings, VirtualClock
 
 
@@ -30,7 +31,7 @@ class PluginWorld:
     """What a plugin may use in a simulation: the clock, the cluster's store, the server's API."""
 
     clock: VirtualClock
-    store: SimulationKubeStore
+    store: SimulationKubeStore | MemoryPods  # the engine's (run_settings.SimSettings.engine)
     api: ServerApi
     settings: SimSettings
     # Numbers the pods the plugin creates; the world's, so that a restarted plugin goes on counting.

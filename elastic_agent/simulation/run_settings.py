@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from elastic_agent.clock import ManualClock
@@ -63,6 +64,9 @@ def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
+Engine = Literal["full", "policy"]
+
+
 @dataclass(frozen=True)
 class SimSettings:
     seed: int = 1
@@ -96,6 +100,10 @@ class SimSettings:
     # Seconds from the trace's time 0 before which nothing is counted: the jobs arriving earlier and the
     # pod-seconds spent earlier are simulated but not measured (advisor/holdout.py: judged days only).
     judged_from_s: float = 0.0
+    # "full": the fake API server's store and the simulated kubelet, which also model faults; "policy":
+    # the pods kept in memory with a kubelet that only boots them (memory_pods.py, pod_lives.py), for the
+    # advisor. A seed gives the same run under both (tests/scenarios/test_engines_agree.py).
+    engine: Engine = "full"
 
     def pod_start(self, profile: str | None) -> PodStart:
         """How `profile`'s pods start: its own PodStart, else the boot_* fields'."""

@@ -39,7 +39,9 @@ from elastic_agent.simulation.inprocess_cluster import (
     SimulationKubeStore,
 )
 from elastic_agent.simulation.kubelet import SimulatedKubelet
+from elastic_agent.simulation.memory_pods import MemoryPods
 from elastic_agent.simulation.plugins import PluginFactory, PluginWorld, ProjectPlugin, SimulatedPlugin
+from elastic_agent.simulation.pod_lives import PodLives
 from elastic_agent.simulation.run_settings import SimSettings, VirtualClock
 from elastic_agent.simulation.run_summary import Part, PodTracker, summarize
 from elastic_agent.traces.measures import PolicyResult
@@ -120,7 +122,9 @@ class Simulation:
         self.policy = policy
         self.settings = settings = settings or SimSettings()
         self.clock = VirtualClock(settings.start)
-        self.store = SimulationKubeStore(clock=self.clock)
+        self.store: SimulationKubeStore | MemoryPods = (
+            MemoryPods(self.clock) if settings.engine == "policy" else SimulationKubeStore(clock=self.clock)
+        )
         self.tracker = PodTracker(self.clock)
         self.store.add_listener(self.tracker.on_change)
         self._changes = self._changes_seen = 0
@@ -135,9 +139,13 @@ class Simulation:
         if settings.skip_idle_events and isinstance(self.plugin, ProjectPlugin):
             self.skipping = self.plugin
         boot_rng = random.Random(settings.seed * 7919 + 17)
-        self.kubelet = SimulatedKubelet(
-            self.store, self.clock, self.model, boot_delay=lambda pod: self._boot(boot_rng, pod)
-        )
+        self.kubelet: SimulatedKubelet | PodLives
+        if isinstance(self.store, MemoryPods):
+            self.kubelet = PodLives(self.store, self.clock, self.model, lambda pod: self._boot(boot_rng, pod))
+        else:
+            self.kubelet = SimulatedKubelet(
+                self.store, self.clock, self.model, boot_delay=lambda pod: self._boot(boot_rng, pod)
+            )
         # Pods are told apart by profile through their image, one per profile (run_summary.Part).
         self._starts = {
             policy.elastic_properties(profile)["Image"]: settings.pod_start(profile)
