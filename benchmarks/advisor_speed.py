@@ -5,6 +5,7 @@ candidate set, with the wall time of every simulation.
     python -m benchmarks.advisor_speed                     # 100,000 jobs, a week: the target's size
     python -m benchmarks.advisor_speed --jobs 5000         # a minute or so
     python -m benchmarks.advisor_speed --exhaustive        # every candidate run (the reference)
+    python -m benchmarks.advisor_speed --engine full       # the full engine (the reference engine)
 
 Other work on the machine's cores slows every run: the load average
 before and after is printed with the times, and the CPU time of this process and of the workers it
@@ -48,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--report", type=Path, help="also write the advisor's report here")
     parser.add_argument("--exhaustive", action="store_true", help="run every candidate (the reference)")
+    parser.add_argument(
+        "--engine", choices=("policy", "full"), default="policy", help="how each run is simulated (advise's)"
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.days <= 0:
         parser.error("--jobs must be at least 1 and --days more than 0")
@@ -68,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out=report.append,
             progress=_printing(runs),
             seed=args.seed,
+            engine=args.engine,
         )
         wall, cpu = time.perf_counter() - started, _cpu_s() - cpu_started
     load_after = os.getloadavg()
@@ -84,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"The advisor: {len(runs)} simulations of {args.jobs:,} jobs' profiles in {wall:.1f} s of "
                 f"wall time ({sum(seconds):.1f} s of simulation summed over the workers; the longest "
                 f"{max(seconds, default=0.0):.1f} s); {cpu:.1f} s of CPU, workers included"
-                f"{' (exhaustive)' if args.exhaustive else ''}.",
+                f"{' (exhaustive)' if args.exhaustive else ''}, the {args.engine} engine.",
                 f"Target: {TARGET_JOBS:,} jobs over the whole candidate set in at most {TARGET_S:g} s.",
             ]
         )
