@@ -79,6 +79,17 @@ class _Deletion:
     grace: float  # its grace period (seconds, fractions allowed): only a shorter one replaces it
 
 
+def stamp_created(pod: Obj, ns: str, uid: str, now: float, version: int) -> None:
+    """What kube-apiserver adds to a pod it creates: its namespace, uid, creation time and version, the
+    kind, and a Pending status (a pod's status is never taken from the client's body)."""
+    pod["metadata"].update(
+        namespace=ns, uid=uid, creationTimestamp=rfc3339(now), resourceVersion=str(version)
+    )
+    pod["apiVersion"], pod["kind"] = "v1", "Pod"
+    pod.setdefault("spec", {})
+    pod["status"] = {"phase": "Pending"}
+
+
 def check_resource_version(name: str, current: Obj, wanted: Any) -> None:
     """Kubernetes' compare-and-swap: a patch naming another resourceVersion is refused with 409."""
     if wanted is not None and str(wanted) != current["metadata"]["resourceVersion"]:
@@ -239,15 +250,7 @@ class FakeKubeStore:
             name = meta["name"]
             if name in self._pods.get(ns, {}):
                 raise StoreError(409, "AlreadyExists", f'pods "{name}" already exists')
-            meta.update(
-                namespace=ns,
-                uid=self._new_uid(),
-                creationTimestamp=rfc3339(self.clock.now()),
-                resourceVersion=str(self._bump()),
-            )
-            pod["apiVersion"], pod["kind"] = "v1", "Pod"
-            pod.setdefault("spec", {})
-            pod["status"] = {"phase": "Pending"}
+            stamp_created(pod, ns, self._new_uid(), self.clock.now(), self._bump())
             self._pods.setdefault(ns, {})[name] = pod
             self._record("ADDED", ns, self._share(pod), None)
             return self._share(pod)

@@ -107,23 +107,14 @@ class SimulationKubeStore(FakeKubeStore):
         with self._txn():
             self._tick_locked()
             current = self._pod(ns, name)
-            check_resource_version(name, current, (patch.get("metadata") or {}).get("resourceVersion"))
-            metadata = merge_patch(current["metadata"], patch.get("metadata") or {})
-            check_metadata_update(name, current["metadata"], metadata)
-            return self._replace(ns, name, current, {**current, "metadata": metadata})
+            return self._replace(ns, name, current, metadata_patched(name, current, patch))
 
     def update_status(self, ns: str, name: str, uid: str | None, status: Mapping[str, Any]) -> Obj | None:
         with self._txn():
             current = self._pods.get(ns, {}).get(name)
             if current is None or (uid is not None and current["metadata"]["uid"] != uid):
                 return None
-            status = dict(status)
-            node = status.pop("nodeName", None)
-            updated = {**current, "metadata": dict(current["metadata"])}
-            if node:
-                updated["spec"] = {**current["spec"], "nodeName": node}
-            updated["status"] = merge_patch(current.get("status") or {}, status)
-            return self._replace(ns, name, current, updated)
+            return self._replace(ns, name, current, status_updated(current, status))
 
     def _replace(self, ns: str, name: str, current: Obj, updated: Obj) -> Obj:
         updated["metadata"]["resourceVersion"] = str(self._bump())
@@ -134,11 +125,7 @@ class SimulationKubeStore(FakeKubeStore):
 
     def _remove_locked(self, ns: str, name: str, now: float) -> Obj:
         current = self._pods[ns].pop(name)
-        metadata = dict(current["metadata"])
-        metadata.setdefault("deletionTimestamp", rfc3339(now))
-        metadata.setdefault("deletionGracePeriodSeconds", 0)
-        metadata["resourceVersion"] = str(self._bump())
-        gone = {**current, "metadata": metadata}
+        gone = removed(current, now, self._bump())
         self._record("DELETED", ns, gone, current)
         self._pod_events.pop((ns, name), None)
         self.logs.drop(ns, name)
@@ -183,6 +170,40 @@ class SimulationKubeStore(FakeKubeStore):
         """Whether a graceful deletion waits for the store's next tick (any later store call)."""
         with self._lock:
             return bool(self._deletions)
+
+
+# A pod's next version as the simulations' stores make it (SimulationKubeStore here, the policy engine's
+# MemoryPods): a new object that shares with the one before every part it does not change.
+
+
+def metadata_patched(name: str, current: Obj, patch: Mapping[str, Any]) -> Obj:
+    """`current` after a merge patch of its metadata, by kube-apiserver's rules: a patch naming another
+    resourceVersion is a 409, and the metadata is checked as an update of it."""
+    check_resource_version(name, current, (patch.get("metadata") or {}).get("resourceVersion"))
+    metadata = merge_patch(current["metadata"], patch.get("metadata") or {})
+    check_metadata_update(name, current["metadata"], metadata)
+    return {**current, "metadata": metadata}
+
+
+def status_updated(current: Obj, status: Mapping[str, Any]) -> Obj:
+    """`current` bound to `status["nodeName"]` if given, the rest merged into its status (PodHost's
+    update_status)."""
+    status = dict(status)
+    node = status.pop("nodeName", None)
+    updated = {**current, "metadata": dict(current["metadata"])}
+    if node:
+        updated["spec"] = {**current["spec"], "nodeName": node}
+    updated["status"] = merge_patch(current.get("status") or {}, status)
+    return updated
+
+
+def removed(current: Obj, now: float, version: int) -> Obj:
+    """The last version of a pod deleted at once (no grace period): the DELETED event's object."""
+    metadata = dict(current["metadata"])
+    metadata.setdefault("deletionTimestamp", rfc3339(now))
+    metadata.setdefault("deletionGracePeriodSeconds", 0)
+    metadata["resourceVersion"] = str(version)
+    return {**current, "metadata": metadata}
 
 
 class PodStore(Protocol):

@@ -26,9 +26,17 @@ from elastic_agent.clock import Clock
 from elastic_agent.simulation.fake_kube_configmaps import FakeConfigMaps
 from elastic_agent.simulation.fake_kube_logs import ContainerLogs
 from elastic_agent.simulation.fake_kube_nodes import node_object
-from elastic_agent.simulation.fake_kube_objects import Obj, StoreError, merge_patch, validate_metadata
-from elastic_agent.simulation.fake_kube_store import check_metadata_update, check_resource_version, rfc3339
-from elastic_agent.simulation.inprocess_cluster import json_copy
+from elastic_agent.simulation.fake_kube_objects import (
+    POD_FIELDS,
+    Obj,
+    StoreError,
+    parse_field_selector,
+    parse_label_selector,
+    selected,
+    validate_metadata,
+)
+from elastic_agent.simulation.fake_kube_store import rfc3339, stamp_created
+from elastic_agent.simulation.inprocess_cluster import json_copy, metadata_patched, removed, status_updated
 
 Listener = Callable[[str, Obj], None]
 
@@ -89,15 +97,7 @@ class MemoryPods:
             )
         if name in self._pods.get(ns, {}):
             raise StoreError(409, "AlreadyExists", f'pods "{name}" already exists')
-        meta.update(
-            namespace=ns,
-            uid=f"uid-{self._rv + 1}",
-            creationTimestamp=rfc3339(self.clock.now()),
-            resourceVersion=str(self._bump()),
-        )
-        pod["apiVersion"], pod["kind"] = "v1", "Pod"
-        pod.setdefault("spec", {})
-        pod["status"] = {"phase": "Pending"}
+        stamp_created(pod, ns, f"uid-{self._rv + 1}", self.clock.now(), self._bump())
         self._pods.setdefault(ns, {})[name] = pod
         self._tell("ADDED", pod)
         return pod
@@ -106,39 +106,29 @@ class MemoryPods:
         """A merge patch of the pod's metadata, the only patch the pool sends (`metadata_patch`)."""
         if "json-patch" in content_type or not isinstance(patch, dict) or set(patch) - {"metadata"}:
             raise StoreError(422, "Invalid", "the policy engine takes merge patches of a pod's metadata only")
-        current = self._pod(ns, name)
-        check_resource_version(name, current, (patch.get("metadata") or {}).get("resourceVersion"))
-        metadata = merge_patch(current["metadata"], patch.get("metadata") or {})
-        check_metadata_update(name, current["metadata"], metadata)
-        return self._replace(ns, name, {**current, "metadata": metadata})
+        return self._replace(ns, name, metadata_patched(name, self._pod(ns, name), patch))
 
     def delete_pod(self, ns: str, name: str) -> Obj:
         current = self._pods.get(ns, {}).pop(name, None)
         if current is None:
             raise StoreError(404, "NotFound", f'pods "{name}" not found')
-        metadata = dict(current["metadata"])
-        metadata.setdefault("deletionTimestamp", rfc3339(self.clock.now()))
-        metadata.setdefault("deletionGracePeriodSeconds", 0)
-        metadata["resourceVersion"] = str(self._bump())
-        gone = {**current, "metadata": metadata}
+        gone = removed(current, self.clock.now(), self._bump())
         self._tell("DELETED", gone)
         return gone
 
     def list_pods(
         self, ns: str | None, label_selector: str | None = None, field_selector: str | None = None
     ) -> tuple[list[Obj], int]:
-        """The namespace's pods by name; a field selector by name is the only one taken (`read_pod`)."""
-        name = (field_selector or "").partition("metadata.name=")[2].split(",")[0]
+        """Matching pods by name (all namespaces when `ns` is None), with the store's selectors."""
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, POD_FIELDS)
         spaces = [ns] if ns is not None else sorted(self._pods)
-        items = [
+        chosen = [
             pod
             for space in spaces
-            for key, pod in sorted(self._pods.get(space, {}).items())
-            if not name or key == name
+            for _, pod in sorted(self._pods.get(space, {}).items())
+            if selected(pod, labels, fields)
         ]
-        labels = dict(item.split("=", 1) for item in (label_selector or "").split(",") if "=" in item)
-        chosen = [pod for pod in items if all((pod["metadata"].get("labels") or {}).get(k) == v
-                                              for k, v in labels.items())]  # fmt: skip
         return chosen, self._rv
 
     def list_events(self, ns: str, field_selector: str | None = None) -> tuple[list[Obj], int]:
@@ -162,13 +152,7 @@ class MemoryPods:
         current = self._pods.get(ns, {}).get(name)
         if current is None or (uid is not None and current["metadata"]["uid"] != uid):
             return None
-        status = dict(status)
-        node = status.pop("nodeName", None)
-        updated = {**current, "metadata": dict(current["metadata"])}
-        if node:
-            updated["spec"] = {**current["spec"], "nodeName": node}
-        updated["status"] = merge_patch(current.get("status") or {}, status)
-        return self._replace(ns, name, updated)
+        return self._replace(ns, name, status_updated(current, status))
 
     def tick(self) -> None:
         """No graceful deletion is ever pending (see the module's docstring)."""

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from elastic_agent.simulation.memory_pods import MemoryPods
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import TraceJob
@@ -36,7 +37,7 @@ def _request(name: str, body: Mapping[str, Any]) -> tuple[Any, ...]:
     short = name.rsplit(".", 1)[-1]
     if short == "server-ping":
         return (short, len(body.get("all_cluster_profile_properties") or ()))
-    return (short, agent_id or body.get("elastic_agent_id"), _job_of(body), "auto_register_key" in body)
+    return (short, agent_id, _job_of(body), "auto_register_key" in body)
 
 
 def _pod(kind: str, obj: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -63,6 +64,8 @@ def result_figures(result: Any) -> dict[str, Any]:
 def event_log(trace: Sequence[TraceJob], policy: Policy, settings: SimSettings) -> list[Event]:
     """The run's events in the order they happened, then every job's wait and the run's figures."""
     simulation = Simulation(trace, policy, settings)
+    # The engine asked for is the one that runs: two full runs would agree with each other, and prove nothing.
+    assert isinstance(simulation.store, MemoryPods) == (settings.engine == "policy"), settings.engine
     clock, log = simulation.clock, []
 
     def heard(kind: str, obj: Mapping[str, Any]) -> None:
