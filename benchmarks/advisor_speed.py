@@ -15,6 +15,7 @@ waited for (resource.getrusage), which other work changes far less.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import platform
 import resource
@@ -55,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.days <= 0:
         parser.error("--jobs must be at least 1 and --days more than 0")
+    # As `advise` does: the simulated backends' warnings are about simulated pods (a warm pod short of a
+    # key, say), thousands of lines a run that the report sums up; only errors reach the terminal.
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     trace = generate(WorkloadSpec(jobs=args.jobs, days=args.days, week=WeekShape()), seed=args.seed)
     command = "python -m benchmarks.advisor_speed " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"{describe(trace)}; {args.workers} worker(s)", flush=True)
