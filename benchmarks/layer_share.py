@@ -89,13 +89,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(not key or not sep for key, sep, _ in pairs):
         parser.error("each property is KEY=VALUE, for example IdleTimeout=10m")
     logging.basicConfig(level=logging.ERROR)  # the simulated backends' warnings are about simulated pods
-    jobs = load_trace(args.trace)[: args.first]
+    try:
+        jobs = load_trace(args.trace)[: args.first]
+    except OSError as error:
+        parser.error(f"the trace {args.trace} cannot be read: {error.strerror or error}")
+    except ValueError as error:  # TraceError among them: the line and what is wrong with it
+        parser.error(f"the trace {args.trace} is not a trace this project reads: {error}")
     policy = Policy("measured", {key: value for key, _, value in pairs})
-    simulation = Simulation(jobs, policy, SimSettings(engine=args.engine))
     profile = cProfile.Profile(time.process_time)
-    profile.enable()
-    simulation.run()
-    profile.disable()
+    try:
+        simulation = Simulation(jobs, policy, SimSettings(engine=args.engine))
+        profile.enable()
+        simulation.run()
+    except ValueError as error:  # a reuse key's value, as the profile's validation words it
+        parser.error(f"the properties cannot be simulated: {error}")
+    finally:
+        profile.disable()
     seconds = shares(pstats.Stats(profile))
     total = sum(seconds.values())
     parts = ", ".join(f"{layer} {100 * spent / total:.1f} %" for layer, spent in seconds.most_common())

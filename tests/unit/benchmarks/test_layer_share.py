@@ -8,9 +8,12 @@ import json
 import pstats
 from pathlib import Path
 
-from benchmarks.layer_share import layer_of, shares
+import pytest
+
+from benchmarks.layer_share import layer_of, main, shares
 from elastic_agent.pool import records
 from elastic_agent.simulation import gocd_transport
+from elastic_agent.traces.workload import WorkloadSpec, generate, write_trace
 
 
 def test_files_are_given_their_layer() -> None:
@@ -36,3 +39,27 @@ def test_standard_library_time_counts_for_the_layer_that_called_it() -> None:
     assert seconds["simulation"] == 0
     # json's decoder, called only by the product, counts for the product beside the product's own time
     assert seconds["product"] - own["product"] >= own["json"] * 0.999
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["{missing}", "Reuse=true"], "cannot be read"),
+        (["{trace}", "Reuse"], "each property is KEY=VALUE"),
+        (["{trace}", "--first", "0", "Reuse=true"], "--first must be at least 1"),
+        (["{not_a_trace}", "Reuse=true"], "is not a trace this project reads"),
+        (["{trace}", "IdleTimeout=banana"], "'banana' is not a duration"),
+    ],
+)
+def test_bad_input_gets_a_sentence_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], said: str
+) -> None:
+    trace = tmp_path / "week.jsonl"
+    write_trace(generate(WorkloadSpec(jobs=5, days=0.01), seed=1), trace)
+    not_a_trace = tmp_path / "notes.txt"
+    not_a_trace.write_text("hello\n", encoding="utf-8")
+    paths = {"trace": trace, "not_a_trace": not_a_trace, "missing": tmp_path / "missing.jsonl"}
+    with pytest.raises(SystemExit) as exit_:
+        main([argument.format(**paths) for argument in arguments])
+    assert exit_.value.code == 2
+    assert said in capsys.readouterr().err
