@@ -43,6 +43,8 @@ def _agree(trace: list[TraceJob], policy: Policy, settings: SimSettings) -> None
     lean = event_log(trace, policy, replace(settings, engine="policy"))
     kinds = {event[1] for event in full if isinstance(event[0], float)}
     assert {"request", "pod"} <= kinds, "the run made no pod or sent no request: nothing was compared"
+    completions = [event for event in full if event[1:3] == ("request", "job-completion")]
+    assert all(event[3] for event in completions), "a job-completion logged without its agent"
     divergence = first_divergence(full, lean)
     assert divergence is None, f"the engines part at {divergence}"
 

@@ -32,7 +32,7 @@ def _job_of(body: Mapping[str, Any]) -> Any:
 
 def _request(name: str, body: Mapping[str, Any]) -> tuple[Any, ...]:
     """What identifies a request: the agent and job it is about."""
-    agent = body.get("agent") or {}
+    agent = body.get("agent")  # should-assign-work names its agent so; job-completion by elastic_agent_id
     agent_id = agent.get("agent_id") if isinstance(agent, Mapping) else body.get("elastic_agent_id")
     short = name.rsplit(".", 1)[-1]
     if short == "server-ping":
