@@ -25,6 +25,7 @@ from pathlib import Path
 from elastic_agent.simulation.run_settings import SimSettings
 from elastic_agent.simulation.virtual_time import Policy, Simulation
 from elastic_agent.traces.workload import load_trace
+from profiles.validation import validate_elastic_profile
 
 ROOT = str(Path(__file__).resolve().parent.parent) + "/"
 # The simulator and what reads its runs (the traces' measures, the advisor); the rest of ours is the product.
@@ -95,16 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"the trace {args.trace} cannot be read: {error.strerror or error}")
     except ValueError as error:  # TraceError among them: the line and what is wrong with it
         parser.error(f"the trace {args.trace} is not a trace this project reads: {error}")
-    policy = Policy("measured", {key: value for key, _, value in pairs})
+    properties = {key: value for key, _, value in pairs}
+    # The elastic profile's own validation, as GoCD's validate request gets it (the image is the simulator's).
+    problems = validate_elastic_profile({"Image": "agent", "PodSpecType": "properties", **properties})
+    if problems:
+        parser.error(f"the properties cannot be simulated: {problems[0]['key']}: {problems[0]['message']}")
+    simulation = Simulation(jobs, Policy("measured", properties), SimSettings(engine=args.engine))
     profile = cProfile.Profile(time.process_time)
-    try:
-        simulation = Simulation(jobs, policy, SimSettings(engine=args.engine))
-        profile.enable()
-        simulation.run()
-    except ValueError as error:  # a reuse key's value, as the profile's validation words it
-        parser.error(f"the properties cannot be simulated: {error}")
-    finally:
-        profile.disable()
+    profile.enable()
+    simulation.run()
+    profile.disable()
     seconds = shares(pstats.Stats(profile))
     total = sum(seconds.values())
     parts = ", ".join(f"{layer} {100 * spent / total:.1f} %" for layer, spent in seconds.most_common())

@@ -49,6 +49,7 @@ def test_standard_library_time_counts_for_the_layer_that_called_it() -> None:
         (["{trace}", "--first", "0", "Reuse=true"], "--first must be at least 1"),
         (["{not_a_trace}", "Reuse=true"], "is not a trace this project reads"),
         (["{trace}", "IdleTimeout=banana"], "'banana' is not a duration"),
+        (["{trace}", "Bogus=1"], "'Bogus' is not a setting of this plugin"),
     ],
 )
 def test_bad_input_gets_a_sentence_not_a_traceback(
